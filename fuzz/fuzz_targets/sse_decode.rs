@@ -1,0 +1,3 @@
+#![no_main]
+//! Placeholder.
+libfuzzer_sys::fuzz_target!(|_data: &[u8]| {});

@@ -1,0 +1,5 @@
+//! The catalog: configuration model, validation, immutable per-tenant snapshots, schemas.
+//!
+//! Does no IO beyond loading the configuration file.
+
+pub mod model;

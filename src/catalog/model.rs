@@ -1,0 +1,304 @@
+//! The configuration model: what `sluice.toml` says, deserialized and not yet validated.
+//!
+//! Owns the serde shapes of the file. Must not resolve references or compute anything: that is
+//! `validate` (every problem with its location) and `snapshot` (the immutable, resolved view).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Server settings (listen address, limits, admin token).
+    #[serde(default)]
+    pub server: ServerSettings,
+    /// Tenants, in file order.
+    #[serde(default, rename = "tenant")]
+    pub tenants: Vec<Tenant>,
+}
+
+/// Server-wide settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    /// Address to bind, e.g. `127.0.0.1:8080`.
+    pub listen: String,
+    /// Bearer token required by `POST /admin/reload`; the endpoint is off when unset.
+    pub admin_token: Option<String>,
+    /// Largest request body accepted, in bytes (413 past it).
+    pub max_body_bytes: usize,
+    /// Most connections served at once; further accepts wait.
+    pub max_connections: usize,
+    /// Grace period for in-flight requests on shutdown, in seconds.
+    pub drain_secs: u64,
+    /// Downstream HTTP client pool: idle connections kept per host.
+    pub downstream_pool_idle_per_host: usize,
+    /// Downstream HTTP client: connect timeout in milliseconds.
+    pub downstream_connect_timeout_ms: u64,
+    /// Default downstream request timeout in milliseconds, when a tool sets none.
+    pub downstream_timeout_ms: u64,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".to_owned(),
+            admin_token: None,
+            max_body_bytes: 4 * 1024 * 1024,
+            max_connections: 10_000,
+            drain_secs: 10,
+            downstream_pool_idle_per_host: 64,
+            downstream_connect_timeout_ms: 2_000,
+            downstream_timeout_ms: 30_000,
+        }
+    }
+}
+
+/// A tenant: its client applications, toolsets and assignments.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tenant {
+    /// Tenant id, a path segment: `[A-Za-z0-9._-]{1,64}`.
+    pub id: String,
+    /// Client applications of this tenant.
+    #[serde(default, rename = "client")]
+    pub clients: Vec<ClientApp>,
+    /// Toolsets of this tenant.
+    #[serde(default, rename = "toolset")]
+    pub toolsets: Vec<Toolset>,
+    /// Which toolsets each client application sees.
+    #[serde(default, rename = "assignment")]
+    pub assignments: Vec<Assignment>,
+}
+
+/// A client application (an AI client or agent registered with the tenant).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientApp {
+    /// Client id, a path segment: `[A-Za-z0-9._-]{1,64}`.
+    pub id: String,
+    /// Credentials placeholder (API keys and JWT come with the auth work).
+    #[serde(default)]
+    pub credentials: BTreeMap<String, toml::Value>,
+    /// The client application's system prompt.
+    pub system_prompt: Option<String>,
+}
+
+/// A toolset: tools plus the prompt and correlation strategy they share.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Toolset {
+    /// Toolset id, unique within the tenant.
+    pub id: String,
+    /// Human-readable description (used for the resource and prompt descriptions).
+    pub description: Option<String>,
+    /// The toolset's default system prompt.
+    pub system_prompt: Option<String>,
+    /// What correlation id reaches the downstream.
+    #[serde(default)]
+    pub correlation: Correlation,
+    /// The tools.
+    #[serde(default, rename = "tool")]
+    pub tools: Vec<Tool>,
+}
+
+/// Correlation propagation settings of a toolset.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Correlation {
+    /// The strategy.
+    pub strategy: CorrelationStrategy,
+    /// The header the downstream receives it in.
+    pub header: String,
+}
+
+impl Default for Correlation {
+    fn default() -> Self {
+        Self {
+            strategy: CorrelationStrategy::ExecutionId,
+            header: "X-Correlation-Id".to_owned(),
+        }
+    }
+}
+
+/// What, if anything, is forwarded to the downstream as a correlation id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CorrelationStrategy {
+    /// Nothing is forwarded.
+    None,
+    /// The execution id the runtime generated for the call.
+    #[default]
+    ExecutionId,
+    /// The accepted external id when the client sent one, else the execution id.
+    ExternalOrExecutionId,
+}
+
+/// A toolset assigned to a client application.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Assignment {
+    /// The client application id.
+    pub client: String,
+    /// The toolset id.
+    pub toolset: String,
+    /// Whether the client application's system prompt joins the effective prompt.
+    #[serde(default)]
+    pub include_client_prompt: bool,
+    /// An assignment-specific prompt.
+    pub custom_prompt: Option<String>,
+    /// How the custom prompt combines with the default chain.
+    #[serde(default)]
+    pub custom_prompt_mode: PromptMode,
+}
+
+/// How an assignment's custom prompt combines with the default chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptMode {
+    /// After the default chain.
+    #[default]
+    Append,
+    /// Instead of the default chain.
+    Override,
+}
+
+/// A tool: one business API operation exposed to AI clients.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    /// Tool name: `[A-Za-z0-9_.-]{1,128}`, unique within the tenant's visible set.
+    pub name: String,
+    /// What the tool does (always present on the wire; empty string when unset).
+    #[serde(default)]
+    pub description: String,
+    /// Unpublished tools are invisible.
+    #[serde(default = "yes")]
+    pub published: bool,
+    /// How much of the input schema `tools/list` shows.
+    #[serde(default)]
+    pub schema_mode: SchemaMode,
+    /// Whether requests and responses of this tool are logged for audit.
+    #[serde(default)]
+    pub log_payloads: bool,
+    /// Whether downstream response fields without an output rule are kept (`true`) or dropped.
+    #[serde(default)]
+    pub keep_unmapped_output: bool,
+    /// Where the call goes.
+    pub downstream: Downstream,
+    /// Input field rules (exposed argument → downstream request).
+    #[serde(default, rename = "input")]
+    pub inputs: Vec<FieldRule>,
+    /// Output field rules (downstream response → exposed result).
+    #[serde(default, rename = "output")]
+    pub outputs: Vec<FieldRule>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How much of a tool's input schema is published in listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchemaMode {
+    /// Descriptions, formats and enums included.
+    #[default]
+    Full,
+    /// Structure only: names, nesting, items, additionalProperties, required.
+    DataStructureOnly,
+    /// Only the `_schema_discovery` placeholder; discovery required before use.
+    Lazy,
+}
+
+/// The downstream a tool calls. An open set: SOAP and federated kinds come later.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Downstream {
+    /// An HTTP JSON API.
+    Rest(RestDownstream),
+}
+
+/// A REST downstream.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestDownstream {
+    /// HTTP method (`GET`, `POST`, …).
+    pub method: String,
+    /// URL template with `{name}` path parameters, e.g. `http://api/customers/{id}`.
+    pub url: String,
+    /// Static headers sent on every call.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Per-call timeout in milliseconds (server default when unset).
+    pub timeout_ms: Option<u64>,
+}
+
+/// One field mapping between the exposed (MCP) contract and the downstream (source) contract.
+///
+/// Paths are dotted segments with `[*]` array positions: `customer.addresses[*].city`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldRule {
+    /// Path in the downstream payload.
+    pub source: String,
+    /// Path in the exposed (MCP) payload.
+    pub exposed: String,
+    /// JSON type of the leaf.
+    #[serde(rename = "type", default)]
+    pub ty: FieldType,
+    /// Item type when `ty` is `array` (default `string`).
+    pub items: Option<FieldType>,
+    /// Whether the field is required.
+    #[serde(default)]
+    pub required: bool,
+    /// Description (Full schema mode only).
+    pub description: Option<String>,
+    /// Format hint, e.g. `date-time` (Full schema mode only).
+    pub format: Option<String>,
+    /// Allowed values (Full schema mode only).
+    #[serde(rename = "enum")]
+    pub enum_values: Option<Vec<toml::Value>>,
+    /// A JSON Schema passed through unchanged as `additionalProperties` of an object field.
+    pub additional_properties: Option<toml::Value>,
+    /// Where an input field goes in the downstream request (ignored on output rules).
+    #[serde(default)]
+    pub location: Location,
+}
+
+/// JSON type of a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldType {
+    /// A JSON string.
+    #[default]
+    String,
+    /// A JSON integer.
+    Integer,
+    /// Any JSON number.
+    Number,
+    /// `true` or `false`.
+    Boolean,
+    /// A JSON object.
+    Object,
+    /// A JSON array.
+    Array,
+}
+
+/// Where an input field is placed in the downstream request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Location {
+    /// A `{name}` segment of the URL template (the source path is the parameter name).
+    Path,
+    /// A query parameter.
+    Query,
+    /// A request header.
+    Header,
+    /// The JSON body, at the source path.
+    #[default]
+    Body,
+}

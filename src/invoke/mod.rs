@@ -1,0 +1,3 @@
+//! Downstream calls: request building, exposed↔source field translation, correlation.
+//!
+//! Must not know MCP framing.

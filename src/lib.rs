@@ -1,0 +1,26 @@
+//! sluice: a high-throughput MCP runtime.
+//!
+//! The crate is layered as a pipeline; each module is one stage and lower stages never import
+//! higher ones (see `ARCHITECTURE.md` for the map and its invariants):
+//!
+//! - [`sse`]: the Server-Sent Events codec (encoder on pooled buffers, incremental decoder).
+//! - [`jsonrpc`]: JSON-RPC 2.0 messages parsed in place with simd-json, written into pooled buffers.
+//! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, the error→status map.
+//! - [`catalog`]: configuration, validation, immutable per-tenant snapshots, schema generation.
+//! - [`invoke`]: downstream calls with exposed↔source field translation and correlation.
+//! - [`rest`]: the REST surface over the catalog and invoke code.
+//! - [`transport`]: MCP over HTTP (for now: the `ping` path through the whole stack).
+//! - [`server`]: the composition root that wires routes to surfaces and runs the listener.
+//!
+//! `main.rs` only parses flags, builds the configuration, binds a listener and calls [`serve`].
+
+pub mod catalog;
+pub mod http;
+pub mod invoke;
+pub mod jsonrpc;
+pub mod rest;
+pub mod server;
+pub mod sse;
+pub mod transport;
+
+pub use server::{serve, ServeConfig};
