@@ -3,3 +3,4 @@
 //! Does no IO beyond loading the configuration file.
 
 pub mod model;
+pub mod path;

@@ -1,0 +1,7 @@
+//! The integration test binary: one module per topic, all over real sockets on 127.0.0.1.
+
+mod catalog;
+mod http;
+mod invoke;
+mod jsonrpc;
+mod sse;
