@@ -4,3 +4,4 @@
 
 pub mod model;
 pub mod path;
+pub mod plan;
