@@ -10,11 +10,13 @@
 //! - [`invoke`]: downstream calls with exposed↔source field translation and correlation.
 //! - [`rest`]: the REST surface over the catalog and invoke code.
 //! - [`transport`]: MCP over HTTP (for now: the `ping` path through the whole stack).
+//! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
 //! - [`server`]: the composition root that wires routes to surfaces and runs the listener.
 //!
 //! `main.rs` only parses flags, builds the configuration, binds a listener and calls [`serve`].
 
 pub mod catalog;
+pub mod demo;
 pub mod http;
 pub mod invoke;
 pub mod jsonrpc;
