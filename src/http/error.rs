@@ -163,7 +163,7 @@ impl Error {
             other => Cow::Owned(other.to_string()),
         };
         let mut buf = BytesMut::with_capacity(64 + message.len());
-        jsonrpc::write_error(&mut buf, self.id().map(|id| &id.0[..]), self.code(), &message);
+        jsonrpc::write_error(&mut buf, self.id(), self.code(), &message);
 
         let mut response = Response::new(Body::full(buf.freeze()));
         *response.status_mut() = status;
@@ -187,7 +187,6 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
     use http_body_util::BodyExt;
 
     fn check(err: Error, status: u16, body: &str) {
@@ -201,8 +200,12 @@ mod tests {
         assert_eq!(std::str::from_utf8(&got.to_bytes()), Ok(body));
     }
 
-    fn id(text: &'static str) -> Option<OwnedId> {
-        Some(OwnedId(Bytes::from_static(text.as_bytes())))
+    fn num(n: i64) -> Option<OwnedId> {
+        Some(OwnedId::from_i64(n))
+    }
+
+    fn string(s: &str) -> Option<OwnedId> {
+        Some(OwnedId::from_str_id(s))
     }
 
     #[test]
@@ -216,12 +219,12 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
         );
         check(
-            Error::JsonRpc { status: StatusCode::OK, code: ErrorCode::METHOD_NOT_FOUND, message: "Method not found".into(), id: id("\"0\"") },
+            Error::JsonRpc { status: StatusCode::OK, code: ErrorCode::METHOD_NOT_FOUND, message: "Method not found".into(), id: string("0") },
             200,
             r#"{"jsonrpc":"2.0","id":"0","error":{"code":-32601,"message":"Method not found"}}"#,
         );
-        check(Error::InvalidParams { message: "bad".into(), id: id("0") }, 200, r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"invalid params: bad"}}"#);
-        check(Error::BadGateway { message: "down".into(), id: id("7") }, 502, r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"bad gateway: down"}}"#);
+        check(Error::InvalidParams { message: "bad".into(), id: num(0) }, 200, r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"invalid params: bad"}}"#);
+        check(Error::BadGateway { message: "down".into(), id: num(7) }, 502, r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"bad gateway: down"}}"#);
         check(Error::GatewayTimeout { message: "slow".into(), id: None }, 504, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"gateway timeout: slow"}}"#);
         check(Error::Internal, 500, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#);
     }

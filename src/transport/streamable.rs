@@ -17,7 +17,7 @@ use crate::http::negotiate::{is_json_content_type, Accept, MediaKind};
 use crate::http::response::{self, Body};
 use crate::http::router::allow;
 use crate::http::{body, guard, Error, Target};
-use crate::jsonrpc::{self, ErrorCode, Message};
+use crate::jsonrpc::{self, ErrorCode, Id, Message};
 use crate::sse;
 
 /// What the MCP endpoint needs from the server configuration.
@@ -99,7 +99,7 @@ where
                     status: StatusCode::OK,
                     code: ErrorCode::METHOD_NOT_FOUND,
                     message: "Method not found".into(),
-                    id: Some(jsonrpc::OwnedId(bytes::Bytes::copy_from_slice(id.0))),
+                    id: Some(id.to_owned_id()),
                 });
             }
             let sse = match accept.preferred() {
@@ -109,23 +109,23 @@ where
             };
             if sse {
                 let mut encoder = sse::Encoder::new();
-                let frame = encoder.message_with(None, |out| write_ping_result(out, id.0));
+                let frame = encoder.message_with(None, |out| write_ping_result(out, id));
                 Ok(response::event_stream(Body::frames(smallvec![frame])))
             } else {
                 let mut out = BytesMut::with_capacity(64);
-                write_ping_result(&mut out, id.0);
+                write_ping_result(&mut out, id);
                 Ok(response::json(StatusCode::OK, out.freeze()))
             }
         }
         // "If the input is a JSON-RPC response or notification: if the server accepts the
         // input, the server MUST return HTTP status code 202 Accepted with no body."
-        Message::Notification { .. } | Message::Response { .. } => {
+        Message::Notification { .. } | Message::Response { .. } | Message::ErrorResponse { .. } => {
             Ok(response::empty(StatusCode::ACCEPTED))
         }
     }
 }
 
-fn write_ping_result(out: &mut BytesMut, id: &[u8]) {
+fn write_ping_result(out: &mut BytesMut, id: Id<'_>) {
     // Serializing an empty struct cannot fail.
     if let Err(err) = jsonrpc::write_result(out, id, &EmptyResult {}) {
         tracing::error!(error = %err, "writing the ping result failed");

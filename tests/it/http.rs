@@ -354,7 +354,7 @@ async fn body_limit_by_content_length() {
     assert!(text.contains("\"code\":-32000"), "{text}");
 
     // At the limit exactly it is served.
-    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","pad":"{}"}}"#, "x".repeat(64 - 48));
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","pad":"{}"}}"#, "x".repeat(64 - 49));
     assert_eq!(body.len(), 64);
     let reply = post_mcp(server.addr, &[], &body).await;
     assert_eq!(reply.status, StatusCode::OK);
@@ -481,11 +481,9 @@ async fn connection_limit_holds_until_one_closes() {
 async fn wait_until_refused(addr: SocketAddr) {
     for _ in 0..1000 {
         match TcpStream::connect(addr).await {
-            Err(err) => {
-                assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
-                return;
-            }
-            Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(err) if err.kind() == std::io::ErrorKind::ConnectionRefused => return,
+            // Accepted before the listener closed, or reset while it closed: try again.
+            Ok(_) | Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
         }
     }
     panic!("the listener still accepts after shutdown");
