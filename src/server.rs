@@ -108,9 +108,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
     let result = match route {
         Route::Mcp(target) => streamable::handle(&parts, body, &target, &state.mcp).await,
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
-        Route::Readyz if state.drain.is_draining() => {
-            Err(Error::Unavailable("draining".into()))
-        }
+        Route::Readyz if state.drain.is_draining() => Err(Error::Unavailable("draining".into())),
         Route::Readyz => Ok(response::text(StatusCode::OK, "ready")),
         Route::LegacySse(_) | Route::LegacyMessages(_) => {
             Err(Error::NotImplemented("the HTTP+SSE (2024-11-05) transport"))

@@ -210,23 +210,70 @@ mod tests {
 
     #[test]
     fn mapping_table() {
-        check(Error::NotFound, 404, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"not found"}}"#);
-        check(Error::NotAcceptable("x"), 406, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"not acceptable: x"}}"#);
-        check(Error::PayloadTooLarge { limit: 10 }, 413, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"request body exceeds 10 bytes"}}"#);
         check(
-            Error::JsonRpc { status: StatusCode::BAD_REQUEST, code: ErrorCode::PARSE_ERROR, message: "Parse error".into(), id: None },
+            Error::NotFound,
+            404,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"not found"}}"#,
+        );
+        check(
+            Error::NotAcceptable("x"),
+            406,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"not acceptable: x"}}"#,
+        );
+        check(
+            Error::PayloadTooLarge { limit: 10 },
+            413,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"request body exceeds 10 bytes"}}"#,
+        );
+        check(
+            Error::JsonRpc {
+                status: StatusCode::BAD_REQUEST,
+                code: ErrorCode::PARSE_ERROR,
+                message: "Parse error".into(),
+                id: None,
+            },
             400,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
         );
         check(
-            Error::JsonRpc { status: StatusCode::OK, code: ErrorCode::METHOD_NOT_FOUND, message: "Method not found".into(), id: string("0") },
+            Error::JsonRpc {
+                status: StatusCode::OK,
+                code: ErrorCode::METHOD_NOT_FOUND,
+                message: "Method not found".into(),
+                id: string("0"),
+            },
             200,
             r#"{"jsonrpc":"2.0","id":"0","error":{"code":-32601,"message":"Method not found"}}"#,
         );
-        check(Error::InvalidParams { message: "bad".into(), id: num(0) }, 200, r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"invalid params: bad"}}"#);
-        check(Error::BadGateway { message: "down".into(), id: num(7) }, 502, r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"bad gateway: down"}}"#);
-        check(Error::GatewayTimeout { message: "slow".into(), id: None }, 504, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"gateway timeout: slow"}}"#);
-        check(Error::Internal, 500, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#);
+        check(
+            Error::InvalidParams {
+                message: "bad".into(),
+                id: num(0),
+            },
+            200,
+            r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"invalid params: bad"}}"#,
+        );
+        check(
+            Error::BadGateway {
+                message: "down".into(),
+                id: num(7),
+            },
+            502,
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"bad gateway: down"}}"#,
+        );
+        check(
+            Error::GatewayTimeout {
+                message: "slow".into(),
+                id: None,
+            },
+            504,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"gateway timeout: slow"}}"#,
+        );
+        check(
+            Error::Internal,
+            500,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#,
+        );
     }
 
     #[test]
@@ -252,7 +299,13 @@ mod tests {
         let response = Error::MethodNotAllowed { allow: "POST" }.into_response();
         assert_eq!(response.headers()[ALLOW], "POST");
         let challenge = HeaderValue::from_static("Bearer resource_metadata=\"x\"");
-        let response = Error::Unauthorized { challenge: Some(challenge) }.into_response();
-        assert_eq!(response.headers()[WWW_AUTHENTICATE], "Bearer resource_metadata=\"x\"");
+        let response = Error::Unauthorized {
+            challenge: Some(challenge),
+        }
+        .into_response();
+        assert_eq!(
+            response.headers()[WWW_AUTHENTICATE],
+            "Bearer resource_metadata=\"x\""
+        );
     }
 }

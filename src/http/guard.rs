@@ -84,7 +84,11 @@ mod tests {
         }
         let allowed: Vec<String> = allowed.iter().map(|s| s.to_string()).collect();
         let got = check_origin(&headers, &Uri::from_static("/x"), &allowed);
-        assert_eq!(got.is_ok(), ok, "origin {origin:?} host {host:?} allowed {allowed:?}");
+        assert_eq!(
+            got.is_ok(),
+            ok,
+            "origin {origin:?} host {host:?} allowed {allowed:?}"
+        );
         if let Err(err) = got {
             assert_eq!(err.status(), http::StatusCode::FORBIDDEN);
         }
@@ -93,19 +97,64 @@ mod tests {
     #[test]
     fn table() {
         check(None, Some("localhost:8080"), &[], true);
-        check(Some("http://localhost:8080"), Some("localhost:8080"), &[], true);
-        check(Some("HTTP://LocalHost:8080"), Some("localhost:8080"), &[], true);
-        check(Some("http://example.com"), Some("example.com:80"), &[], true);
-        check(Some("https://example.com:443"), Some("example.com"), &[], true);
-        check(Some("https://example.com"), Some("example.com:80"), &[], false);
+        check(
+            Some("http://localhost:8080"),
+            Some("localhost:8080"),
+            &[],
+            true,
+        );
+        check(
+            Some("HTTP://LocalHost:8080"),
+            Some("localhost:8080"),
+            &[],
+            true,
+        );
+        check(
+            Some("http://example.com"),
+            Some("example.com:80"),
+            &[],
+            true,
+        );
+        check(
+            Some("https://example.com:443"),
+            Some("example.com"),
+            &[],
+            true,
+        );
+        check(
+            Some("https://example.com"),
+            Some("example.com:80"),
+            &[],
+            false,
+        );
         check(Some("http://evil.com"), Some("localhost:8080"), &[], false);
-        check(Some("http://localhost:8081"), Some("localhost:8080"), &[], false);
+        check(
+            Some("http://localhost:8081"),
+            Some("localhost:8080"),
+            &[],
+            false,
+        );
         check(Some("null"), Some("localhost:8080"), &[], false);
         check(Some("http://"), Some(""), &[], false);
         check(Some("http://localhost:8080"), None, &[], false);
-        check(Some("https://app.example.com"), Some("localhost"), &["https://app.example.com"], true);
-        check(Some("https://APP.example.com"), Some("localhost"), &["https://app.example.com"], true);
-        check(Some("https://other.example.com"), Some("localhost"), &["https://app.example.com"], false);
+        check(
+            Some("https://app.example.com"),
+            Some("localhost"),
+            &["https://app.example.com"],
+            true,
+        );
+        check(
+            Some("https://APP.example.com"),
+            Some("localhost"),
+            &["https://app.example.com"],
+            true,
+        );
+        check(
+            Some("https://other.example.com"),
+            Some("localhost"),
+            &["https://app.example.com"],
+            false,
+        );
         check(Some("null"), Some("localhost"), &["null"], true);
     }
 

@@ -328,19 +328,40 @@ mod tests {
         check("text/*", (0, 1000, Some(S)));
         check("application/*, text/*", (1000, 1000, None));
         check("APPLICATION/JSON, Text/Event-Stream", (1000, 1000, None));
-        check("application/json;q=0.5, text/event-stream", (500, 1000, Some(S)));
-        check("application/json; Q=0.9 , text/event-stream;q=0.8", (900, 800, Some(J)));
+        check(
+            "application/json;q=0.5, text/event-stream",
+            (500, 1000, Some(S)),
+        );
+        check(
+            "application/json; Q=0.9 , text/event-stream;q=0.8",
+            (900, 800, Some(J)),
+        );
         check("application/json;q=0, */*", (0, 1000, Some(S)));
         check("*/*;q=0", (0, 0, None));
         check("*/*;q=0.1, application/json", (1000, 100, Some(J)));
         check("text/*;q=0, text/event-stream;q=0.3", (0, 300, Some(S)));
         check("text/event-stream;q=0.3, text/*;q=0", (0, 300, Some(S)));
-        check("application/json;charset=utf-8, text/event-stream", (1000, 1000, None));
-        check("application/json;charset=utf-8;q=0.2, application/json", (200, 0, Some(J)));
+        check(
+            "application/json;charset=utf-8, text/event-stream",
+            (1000, 1000, None),
+        );
+        check(
+            "application/json;charset=utf-8;q=0.2, application/json",
+            (200, 0, Some(J)),
+        );
         check("application/json\ntext/event-stream", (1000, 1000, None));
-        check("application/json;q=1.000, text/event-stream;q=0.001", (1000, 1, Some(J)));
-        check("application/json;q=1.5, text/event-stream", (0, 1000, Some(S)));
-        check("application/json;q=0.1234, text/event-stream", (0, 1000, Some(S)));
+        check(
+            "application/json;q=1.000, text/event-stream;q=0.001",
+            (1000, 1, Some(J)),
+        );
+        check(
+            "application/json;q=1.5, text/event-stream",
+            (0, 1000, Some(S)),
+        );
+        check(
+            "application/json;q=0.1234, text/event-stream",
+            (0, 1000, Some(S)),
+        );
         check("application/json;q=abc", (0, 0, None));
         check("application/json;q=", (0, 0, None));
         check("application/json;q=0.", (0, 0, None));
@@ -351,7 +372,10 @@ mod tests {
         check(",,, ;;", (0, 0, None));
         check("text/html, image/png", (0, 0, None));
         check("application/jsonx, text/event-streams", (0, 0, None));
-        check("application/json;a=\"x,y\";q=0.4, text/event-stream", (400, 1000, Some(S)));
+        check(
+            "application/json;a=\"x,y\";q=0.4, text/event-stream",
+            (400, 1000, Some(S)),
+        );
         check("application/json;a=\"x\\\";q=0\";q=0.6", (600, 0, Some(J)));
         check("  application/json  ;  q=0.7 ", (700, 0, Some(J)));
         check("application/json;q=0.5;level=1", (500, 0, Some(J)));
@@ -368,7 +392,11 @@ mod tests {
     #[test]
     fn content_type_table() {
         let check = |value: &str, expected: bool| {
-            assert_eq!(is_json_content_type(value.as_bytes()), expected, "{value:?}");
+            assert_eq!(
+                is_json_content_type(value.as_bytes()),
+                expected,
+                "{value:?}"
+            );
         };
         check("application/json", true);
         check("Application/JSON; charset=utf-8", true);

@@ -169,7 +169,11 @@ pub fn event_stream(body: Body) -> Response<Body> {
 
 /// A plain-text body (health checks).
 pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
-    with_type(status, TEXT_PLAIN, Body::full(Bytes::from_static(body.as_bytes())))
+    with_type(
+        status,
+        TEXT_PLAIN,
+        Body::full(Bytes::from_static(body.as_bytes())),
+    )
 }
 
 /// A status with no body (`202 Accepted` for notifications and responses).
@@ -227,12 +231,18 @@ mod tests {
         );
         let many: SmallVec<[Bytes; INLINE_FRAMES]> =
             (0..6).map(|i| Bytes::from(format!("{i}\n\n"))).collect();
-        check(Body::frames(many), &["0\n\n", "1\n\n", "2\n\n", "3\n\n", "4\n\n", "5\n\n"]);
+        check(
+            Body::frames(many),
+            &["0\n\n", "1\n\n", "2\n\n", "3\n\n", "4\n\n", "5\n\n"],
+        );
     }
 
     #[test]
     fn size_hints() {
-        assert_eq!(http_body::Body::size_hint(&Body::full("abc")).exact(), Some(3));
+        assert_eq!(
+            http_body::Body::size_hint(&Body::full("abc")).exact(),
+            Some(3)
+        );
         assert_eq!(http_body::Body::size_hint(&Body::empty()).exact(), Some(0));
         let frames = Body::frames(smallvec![Bytes::from("a")]);
         assert_eq!(http_body::Body::size_hint(&frames).exact(), None);

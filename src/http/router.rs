@@ -96,7 +96,12 @@ const MAX_SEGMENTS: usize = 5;
 pub fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError> {
     if let Some(rest) = path.strip_prefix(PROTECTED_RESOURCE_PREFIX) {
         if rest.is_empty() || rest.starts_with('/') {
-            return only(method, &Method::GET, allow::GET, Route::ProtectedResource(rest));
+            return only(
+                method,
+                &Method::GET,
+                allow::GET,
+                Route::ProtectedResource(rest),
+            );
         }
         return Err(RouteError::NotFound);
     }
@@ -137,7 +142,12 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError
                 ["tools"] => only(method, &Method::GET, allow::GET, Route::RestTools(target)),
                 ["tools", name] => {
                     let name = decode_id(name, MAX_TOOL_NAME_LEN)?;
-                    only(method, &Method::POST, allow::POST, Route::RestCall(target, name))
+                    only(
+                        method,
+                        &Method::POST,
+                        allow::POST,
+                        Route::RestCall(target, name),
+                    )
                 }
                 _ => Err(RouteError::NotFound),
             }
@@ -207,22 +217,62 @@ mod tests {
 
     #[test]
     fn table() {
-        check("POST", "/runtime/acme/app/mcp", Ok(Route::Mcp(t("acme", "app"))));
-        check("GET", "/runtime/acme/app/mcp", Ok(Route::Mcp(t("acme", "app"))));
-        check("DELETE", "/runtime/acme/app/mcp", Ok(Route::Mcp(t("acme", "app"))));
+        check(
+            "POST",
+            "/runtime/acme/app/mcp",
+            Ok(Route::Mcp(t("acme", "app"))),
+        );
+        check(
+            "GET",
+            "/runtime/acme/app/mcp",
+            Ok(Route::Mcp(t("acme", "app"))),
+        );
+        check(
+            "DELETE",
+            "/runtime/acme/app/mcp",
+            Ok(Route::Mcp(t("acme", "app"))),
+        );
         check("PUT", "/runtime/acme/app/mcp", na(allow::MCP));
-        check("GET", "/runtime/a.b_c-D9/x/sse", Ok(Route::LegacySse(t("a.b_c-D9", "x"))));
+        check(
+            "GET",
+            "/runtime/a.b_c-D9/x/sse",
+            Ok(Route::LegacySse(t("a.b_c-D9", "x"))),
+        );
         check("POST", "/runtime/a/b/sse", na(allow::GET));
-        check("POST", "/runtime/a/b/messages", Ok(Route::LegacyMessages(t("a", "b"))));
+        check(
+            "POST",
+            "/runtime/a/b/messages",
+            Ok(Route::LegacyMessages(t("a", "b"))),
+        );
         check("GET", "/runtime/a/b/messages", na(allow::POST));
-        check("GET", "/runtime/a/b/tools", Ok(Route::RestTools(t("a", "b"))));
-        check("POST", "/runtime/a/b/tools/get_user", Ok(Route::RestCall(t("a", "b"), "get_user".into())));
+        check(
+            "GET",
+            "/runtime/a/b/tools",
+            Ok(Route::RestTools(t("a", "b"))),
+        );
+        check(
+            "POST",
+            "/runtime/a/b/tools/get_user",
+            Ok(Route::RestCall(t("a", "b"), "get_user".into())),
+        );
         check("GET", "/runtime/a/b/tools/get_user", na(allow::POST));
         check("POST", "/mcp/apps/bos/platform", Ok(Route::BosPlatform));
         check("PATCH", "/mcp/apps/bos/platform", na(allow::MCP));
-        check("GET", "/.well-known/oauth-protected-resource", Ok(Route::ProtectedResource("")));
-        check("GET", "/.well-known/oauth-protected-resource/runtime/a/b/mcp", Ok(Route::ProtectedResource("/runtime/a/b/mcp")));
-        check("POST", "/.well-known/oauth-protected-resource/x", na(allow::GET));
+        check(
+            "GET",
+            "/.well-known/oauth-protected-resource",
+            Ok(Route::ProtectedResource("")),
+        );
+        check(
+            "GET",
+            "/.well-known/oauth-protected-resource/runtime/a/b/mcp",
+            Ok(Route::ProtectedResource("/runtime/a/b/mcp")),
+        );
+        check(
+            "POST",
+            "/.well-known/oauth-protected-resource/x",
+            na(allow::GET),
+        );
         check("GET", "/.well-known/oauth-protected-resourcex", NF);
         check("GET", "/healthz", Ok(Route::Healthz));
         check("HEAD", "/healthz", na(allow::GET));
@@ -253,22 +303,42 @@ mod tests {
 
     #[test]
     fn segments_are_decoded_and_validated() {
-        check("POST", "/runtime/ac%6De/app/mcp", Ok(Route::Mcp(t("acme", "app"))));
-        check("POST", "/runtime/a%2Db/c/mcp", Ok(Route::Mcp(t("a-b", "c"))));
+        check(
+            "POST",
+            "/runtime/ac%6De/app/mcp",
+            Ok(Route::Mcp(t("acme", "app"))),
+        );
+        check(
+            "POST",
+            "/runtime/a%2Db/c/mcp",
+            Ok(Route::Mcp(t("a-b", "c"))),
+        );
         check("POST", "/runtime/a%2Fb/c/mcp", NF);
         check("POST", "/runtime/a%20b/c/mcp", NF);
         check("POST", "/runtime/a b/c/mcp", NF);
         check("POST", "/runtime/%FF/c/mcp", NF);
         check("POST", "/runtime/caf%C3%A9/c/mcp", NF);
-        check("POST", "/runtime/a/b/tools/x%2Ey", Ok(Route::RestCall(t("a", "b"), "x.y".into())));
+        check(
+            "POST",
+            "/runtime/a/b/tools/x%2Ey",
+            Ok(Route::RestCall(t("a", "b"), "x.y".into())),
+        );
         check("POST", "/runtime/a/b/tools/x$y", NF);
         let id64 = "a".repeat(64);
         let id65 = "a".repeat(65);
-        check("POST", &format!("/runtime/{id64}/c/mcp"), Ok(Route::Mcp(t(&id64, "c"))));
+        check(
+            "POST",
+            &format!("/runtime/{id64}/c/mcp"),
+            Ok(Route::Mcp(t(&id64, "c"))),
+        );
         check("POST", &format!("/runtime/{id65}/c/mcp"), NF);
         let tool128 = "t".repeat(128);
         let tool129 = "t".repeat(129);
-        check("POST", &format!("/runtime/a/b/tools/{tool128}"), Ok(Route::RestCall(t("a", "b"), tool128.as_str().into())));
+        check(
+            "POST",
+            &format!("/runtime/a/b/tools/{tool128}"),
+            Ok(Route::RestCall(t("a", "b"), tool128.as_str().into())),
+        );
         check("POST", &format!("/runtime/a/b/tools/{tool129}"), NF);
         // An invalid segment is 404 even with the wrong method: the resource does not exist.
         check("PUT", "/runtime/a%20b/c/mcp", NF);

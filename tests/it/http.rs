@@ -93,7 +93,10 @@ struct Reply {
 impl Reply {
     fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|err| {
-            panic!("body is not JSON ({err}): {:?}", String::from_utf8_lossy(&self.body))
+            panic!(
+                "body is not JSON ({err}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
         })
     }
 
@@ -137,7 +140,13 @@ async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
     }
 }
 
-fn request(addr: SocketAddr, method: Method, path: &str, headers: &[(&str, &str)], body: &str) -> Request<Full<Bytes>> {
+fn request(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Request<Full<Bytes>> {
     let mut builder = Request::builder()
         .method(method)
         .uri(path)
@@ -212,7 +221,12 @@ async fn ping_answers_sse_when_the_client_prefers_it() {
 #[tokio::test]
 async fn ping_answers_sse_when_configured_to_prefer_it() {
     let server = TestServer::with(|c| c.prefer_sse = true).await;
-    let reply = post_mcp(server.addr, &[], r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#).await;
+    let reply = post_mcp(
+        server.addr,
+        &[],
+        r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#,
+    )
+    .await;
     assert_eq!(reply.content_type(), "text/event-stream");
     let events = sse_events(&reply.body).await;
     assert_eq!(events.len(), 1);
@@ -228,13 +242,21 @@ async fn ping_answers_sse_when_configured_to_prefer_it() {
 #[tokio::test]
 async fn ids_echo_verbatim() {
     let server = TestServer::start().await;
-    for (id, expected) in [("0", json!(0)), (r#""0""#, json!("0")), (r#""search-1""#, json!("search-1")), ("-7", json!(-7))] {
+    for (id, expected) in [
+        ("0", json!(0)),
+        (r#""0""#, json!("0")),
+        (r#""search-1""#, json!("search-1")),
+        ("-7", json!(-7)),
+    ] {
         let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
         let reply = post_mcp(server.addr, &[], &body).await;
         assert_eq!(reply.status, StatusCode::OK);
         assert_eq!(reply.json()["id"], expected, "id {id}");
         let text = String::from_utf8_lossy(&reply.body).into_owned();
-        assert!(text.contains(&format!(r#""id":{id}"#)), "id {id} not verbatim in {text}");
+        assert!(
+            text.contains(&format!(r#""id":{id}"#)),
+            "id {id} not verbatim in {text}"
+        );
     }
 }
 
@@ -255,7 +277,12 @@ async fn notifications_and_responses_get_202_empty() {
 #[tokio::test]
 async fn unknown_method_is_32601_on_200() {
     let server = TestServer::start().await;
-    let reply = post_mcp(server.addr, &[], r#"{"jsonrpc":"2.0","id":"0","method":"nope"}"#).await;
+    let reply = post_mcp(
+        server.addr,
+        &[],
+        r#"{"jsonrpc":"2.0","id":"0","method":"nope"}"#,
+    )
+    .await;
     reply.assert_error(200, -32601, json!("0"));
 }
 
@@ -283,7 +310,8 @@ async fn invalid_request_echoes_a_readable_id() {
 
 #[tokio::test]
 async fn origin_guard() {
-    let server = TestServer::with(|c| c.allowed_origins = vec!["https://app.example.com".into()]).await;
+    let server =
+        TestServer::with(|c| c.allowed_origins = vec!["https://app.example.com".into()]).await;
     let reply = post_mcp(server.addr, &[("origin", "http://evil.example.com")], PING).await;
     reply.assert_error(403, -32000, Value::Null);
     let reply = post_mcp(server.addr, &[("origin", "null")], PING).await;
@@ -299,7 +327,13 @@ async fn origin_guard() {
 #[tokio::test]
 async fn protocol_version_header() {
     let server = TestServer::start().await;
-    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"] {
+    for version in [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+    ] {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{version}");
     }
@@ -312,30 +346,61 @@ async fn protocol_version_header() {
 #[tokio::test]
 async fn accept_negotiation() {
     let server = TestServer::start().await;
-    for accept in ["application/json", "text/event-stream", "text/html", "*/*;q=0", "application/json, text/*;q=0"] {
+    for accept in [
+        "application/json",
+        "text/event-stream",
+        "text/html",
+        "*/*;q=0",
+        "application/json, text/*;q=0",
+    ] {
         let reply = post_mcp(server.addr, &[("accept", accept)], PING).await;
         reply.assert_error(406, -32000, Value::Null);
     }
-    for accept in ["*/*", "application/*, text/*", "text/event-stream, application/*;q=0.1", "APPLICATION/JSON;charset=utf-8, Text/Event-Stream"] {
+    for accept in [
+        "*/*",
+        "application/*, text/*",
+        "text/event-stream, application/*;q=0.1",
+        "APPLICATION/JSON;charset=utf-8, Text/Event-Stream",
+    ] {
         let reply = post_mcp(server.addr, &[("accept", accept)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{accept}");
     }
     // Several Accept headers are one list.
-    let headers = [("content-type", "application/json"), ("accept", "application/json"), ("accept", "text/event-stream")];
-    let reply = send(server.addr, request(server.addr, Method::POST, MCP, &headers, PING)).await;
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json"),
+        ("accept", "text/event-stream"),
+    ];
+    let reply = send(
+        server.addr,
+        request(server.addr, Method::POST, MCP, &headers, PING),
+    )
+    .await;
     assert_eq!(reply.status, StatusCode::OK);
 }
 
 #[tokio::test]
 async fn content_type() {
     let server = TestServer::start().await;
-    for content_type in ["text/plain", "application/jsonx", "application/x-www-form-urlencoded"] {
+    for content_type in [
+        "text/plain",
+        "application/jsonx",
+        "application/x-www-form-urlencoded",
+    ] {
         let reply = post_mcp(server.addr, &[("content-type", content_type)], PING).await;
         reply.assert_error(415, -32000, Value::Null);
     }
-    let reply = send(server.addr, request(server.addr, Method::POST, MCP, &[("accept", BOTH)], PING)).await;
+    let reply = send(
+        server.addr,
+        request(server.addr, Method::POST, MCP, &[("accept", BOTH)], PING),
+    )
+    .await;
     reply.assert_error(415, -32000, Value::Null);
-    for content_type in ["Application/JSON; charset=utf-8", "application/json;charset=UTF-8", "APPLICATION/JSON"] {
+    for content_type in [
+        "Application/JSON; charset=utf-8",
+        "application/json;charset=UTF-8",
+        "APPLICATION/JSON",
+    ] {
         let reply = post_mcp(server.addr, &[("content-type", content_type)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{content_type}");
     }
@@ -354,7 +419,10 @@ async fn body_limit_by_content_length() {
     assert!(text.contains("\"code\":-32000"), "{text}");
 
     // At the limit exactly it is served.
-    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","pad":"{}"}}"#, "x".repeat(64 - 49));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","pad":"{}"}}"#,
+        "x".repeat(64 - 49)
+    );
     assert_eq!(body.len(), 64);
     let reply = post_mcp(server.addr, &[], &body).await;
     assert_eq!(reply.status, StatusCode::OK);
@@ -382,11 +450,16 @@ async fn routing_statuses() {
     let get = |path: &str| send(addr, request(addr, Method::GET, path, &[], ""));
 
     let reply = get("/healthz").await;
-    assert_eq!((reply.status, &reply.body[..]), (StatusCode::OK, &b"ok"[..]));
+    assert_eq!(
+        (reply.status, &reply.body[..]),
+        (StatusCode::OK, &b"ok"[..])
+    );
     assert_eq!(get("/readyz").await.status, StatusCode::OK);
 
     get("/nope").await.assert_error(404, -32000, Value::Null);
-    get("/runtime/acme/app/nope").await.assert_error(404, -32000, Value::Null);
+    get("/runtime/acme/app/nope")
+        .await
+        .assert_error(404, -32000, Value::Null);
     let reply = post_mcp_path(addr, "/runtime/ac%20me/app/mcp").await;
     reply.assert_error(404, -32000, Value::Null);
     let reply = post_mcp_path(addr, "/runtime/ac%6De/app/mcp").await;
@@ -396,13 +469,24 @@ async fn routing_statuses() {
     reply.assert_error(405, -32000, Value::Null);
     assert_eq!(reply.headers["allow"], "POST");
     let reply = send(addr, request(addr, Method::DELETE, MCP, &[], "")).await;
-    assert_eq!((reply.status.as_u16(), reply.header("allow")), (405, "POST"));
+    assert_eq!(
+        (reply.status.as_u16(), reply.header("allow")),
+        (405, "POST")
+    );
     let reply = send(addr, request(addr, Method::PUT, MCP, &[], "")).await;
-    assert_eq!((reply.status.as_u16(), reply.header("allow")), (405, "POST, GET, DELETE"));
+    assert_eq!(
+        (reply.status.as_u16(), reply.header("allow")),
+        (405, "POST, GET, DELETE")
+    );
     let reply = get("/admin/reload").await;
-    assert_eq!((reply.status.as_u16(), reply.header("allow")), (405, "POST"));
+    assert_eq!(
+        (reply.status.as_u16(), reply.header("allow")),
+        (405, "POST")
+    );
 
-    get("/runtime/acme/app/tools").await.assert_error(501, -32000, Value::Null);
+    get("/runtime/acme/app/tools")
+        .await
+        .assert_error(501, -32000, Value::Null);
     get("/metrics").await.assert_error(501, -32000, Value::Null);
 }
 
@@ -417,11 +501,18 @@ async fn post_mcp_path(addr: SocketAddr, path: &str) -> Reply {
 async fn http2_prior_knowledge() {
     let server = TestServer::start().await;
     let stream = TcpStream::connect(server.addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-        .await
-        .expect("h2 handshake");
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .expect("h2 handshake");
     tokio::spawn(conn);
-    for (accept, content_type) in [(BOTH, "application/json"), ("application/json;q=0.1, text/event-stream", "text/event-stream")] {
+    for (accept, content_type) in [
+        (BOTH, "application/json"),
+        (
+            "application/json;q=0.1, text/event-stream",
+            "text/event-stream",
+        ),
+    ] {
         let req = Request::builder()
             .method(Method::POST)
             .uri(format!("http://{}{MCP}", server.addr))
@@ -433,7 +524,12 @@ async fn http2_prior_knowledge() {
         assert_eq!(response.version(), http::Version::HTTP_2);
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.headers()["content-type"], content_type);
-        let body = response.into_body().collect().await.expect("body").to_bytes();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
         assert!(String::from_utf8_lossy(&body).contains(r#""result":{}"#));
     }
 }
@@ -451,30 +547,46 @@ async fn connection_limit_holds_until_one_closes() {
         .expect("handshake");
     let first_conn = tokio::spawn(conn);
     let health = || request(addr, Method::GET, "/healthz", &[], "");
-    assert_eq!(first.send_request(health()).await.expect("first").status(), StatusCode::OK);
+    assert_eq!(
+        first.send_request(health()).await.expect("first").status(),
+        StatusCode::OK
+    );
 
     // The kernel completes the second handshake, but the server must not accept it.
     let mut second = TcpStream::connect(addr).await.expect("connect");
     second
-        .write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
         .await
         .expect("write");
 
     // The first connection is still served while the second waits.
-    assert_eq!(first.send_request(health()).await.expect("again").status(), StatusCode::OK);
+    assert_eq!(
+        first.send_request(health()).await.expect("again").status(),
+        StatusCode::OK
+    );
     let mut byte = [0u8; 1];
     let early = tokio::time::timeout(Duration::from_millis(300), second.read(&mut byte)).await;
     assert!(early.is_err(), "a connection past the limit was served");
 
     // Closing the first connection frees the slot.
     drop(first);
-    first_conn.await.expect("conn task").expect("conn closed cleanly");
+    first_conn
+        .await
+        .expect("conn task")
+        .expect("conn closed cleanly");
     let mut out = Vec::new();
     tokio::time::timeout(Duration::from_secs(20), second.read_to_end(&mut out))
         .await
         .expect("served once a slot is free")
         .expect("read");
-    assert!(out.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&out));
+    assert!(
+        out.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
 }
 
 /// Retries connecting until the listener is gone.
@@ -493,7 +605,10 @@ async fn wait_until_refused(addr: SocketAddr) {
 async fn drain_finishes_in_flight_requests_and_refuses_new_connections() {
     let mut server = TestServer::start().await;
     let addr = server.addr;
-    let held = tokio::spawn(send(addr, request(addr, Method::POST, "/__test/hold", &[], "")));
+    let held = tokio::spawn(send(
+        addr,
+        request(addr, Method::POST, "/__test/hold", &[], ""),
+    ));
     server.hooks.entered.notified().await;
 
     server.begin_shutdown();
@@ -501,7 +616,10 @@ async fn drain_finishes_in_flight_requests_and_refuses_new_connections() {
 
     server.hooks.release.notify_one();
     let reply = held.await.expect("held request task");
-    assert_eq!((reply.status, &reply.body[..]), (StatusCode::OK, &b"released"[..]));
+    assert_eq!(
+        (reply.status, &reply.body[..]),
+        (StatusCode::OK, &b"released"[..])
+    );
     server.finished().await.expect("serve");
 }
 
@@ -520,11 +638,21 @@ async fn drain_ends_streams_at_a_frame_boundary() {
         .expect("response");
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut body = response.into_body();
-    let first = body.frame().await.expect("a frame").expect("ok").into_data().expect("data");
+    let first = body
+        .frame()
+        .await
+        .expect("a frame")
+        .expect("ok")
+        .into_data()
+        .expect("data");
     assert_eq!(&first[..], b"event: message\ndata: first\n\n");
 
     server.begin_shutdown();
-    let rest = body.collect().await.expect("the stream ends cleanly").to_bytes();
+    let rest = body
+        .collect()
+        .await
+        .expect("the stream ends cleanly")
+        .to_bytes();
     assert!(rest.is_empty() || rest.ends_with(b"\n\n"));
     server.finished().await.expect("serve");
 }
@@ -538,18 +666,23 @@ async fn connections_past_the_grace_period_are_dropped() {
         .await
         .expect("handshake");
     tokio::spawn(conn);
-    let held = tokio::spawn(sender.send_request(request(addr, Method::POST, "/__test/hold", &[], "")));
+    let held =
+        tokio::spawn(sender.send_request(request(addr, Method::POST, "/__test/hold", &[], "")));
     server.hooks.entered.notified().await;
 
     server.begin_shutdown();
-    server.finished().await.expect("serve returns after the grace period");
+    server
+        .finished()
+        .await
+        .expect("serve returns after the grace period");
     // Never released: the connection was dropped under it.
     assert!(held.await.expect("task").is_err());
 }
 
 #[tokio::test]
 async fn slow_request_heads_are_cut_off() {
-    let server = TestServer::with(|c| c.limits.header_read_timeout = Duration::from_millis(200)).await;
+    let server =
+        TestServer::with(|c| c.limits.header_read_timeout = Duration::from_millis(200)).await;
     let text = raw(server.addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await;
     assert!(!text.contains("200 OK"), "{text}");
 }
