@@ -365,6 +365,17 @@ async fn accept_negotiation() {
         let reply = post_mcp(server.addr, &[("accept", accept)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{accept}");
     }
+    // No Accept header at all means every type is acceptable (RFC 9110 §12.5.1).
+    let headers = [("content-type", "application/json")];
+    let reply = send(
+        server.addr,
+        request(server.addr, Method::POST, MCP, &headers, PING),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    // An empty one accepts nothing.
+    let reply = post_mcp(server.addr, &[("accept", "")], PING).await;
+    reply.assert_error(406, -32000, Value::Null);
     // Several Accept headers are one list.
     let headers = [
         ("content-type", "application/json"),
