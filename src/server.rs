@@ -1,18 +1,144 @@
 //! The composition root: wires HTTP routes to the surfaces and runs the listener.
 //!
-//! STUB API.
+//! Owns [`ServeConfig`] and [`serve`]; every route of DESIGN.md §4 is dispatched here, and routes
+//! whose surface is not built yet answer a clear JSON error (501). Must not implement any
+//! surface itself: it only connects [`crate::http`] to [`crate::transport`] and friends.
 
+use std::convert::Infallible;
 use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use tokio::sync::{mpsc, Notify};
+
+use crate::http::response::{self, Body};
+use crate::http::router::{self, Route};
+use crate::http::{server, Drain, Error, Limits};
+use crate::transport::{self, streamable};
 
 /// Everything `serve` needs besides the listener.
-#[derive(Debug, Clone, Default)]
-pub struct ServeConfig {}
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Connection and request limits (each documents what happens when it is hit).
+    pub limits: Limits,
+    /// Interval between `: keepalive` comments on idle SSE streams
+    /// ([`transport::DEFAULT_SSE_KEEPALIVE`]).
+    pub sse_keepalive: Duration,
+    /// Browser origins allowed besides the server's own; any other `Origin` → 403.
+    pub allowed_origins: Vec<String>,
+    /// Answer MCP requests as SSE when the client accepts JSON and SSE equally.
+    pub prefer_sse: bool,
+    /// Test-only routes under `/__test/` (see [`TestHooks`]); `None` in production.
+    #[doc(hidden)]
+    pub test_hooks: Option<Arc<TestHooks>>,
+}
 
-/// Serves on an already-bound listener until `shutdown` resolves, then drains.
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            sse_keepalive: transport::DEFAULT_SSE_KEEPALIVE,
+            allowed_origins: Vec::new(),
+            prefer_sse: false,
+            test_hooks: None,
+        }
+    }
+}
+
+/// Hooks behind the test-only routes, so integration tests can hold a request in flight
+/// without sleeping:
+/// - `POST /__test/hold`: notifies `entered`, waits for `release`, then answers 200 `released`.
+/// - `GET /__test/stream`: an SSE stream that sends one frame and then stays open until the
+///   server drains.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct TestHooks {
+    /// Notified when a `/__test/hold` request has arrived.
+    pub entered: Notify,
+    /// Notify to let a held request answer.
+    pub release: Notify,
+}
+
+/// State shared by every request (read-only after start).
+struct State {
+    mcp: streamable::Settings,
+    drain: Drain,
+    test_hooks: Option<Arc<TestHooks>>,
+}
+
+/// Serves on an already-bound listener until `shutdown` resolves, then drains: new connections
+/// are refused, in-flight requests get `config.limits.drain_grace` to finish, streaming bodies
+/// end at a frame boundary, and whatever remains after the grace period is dropped.
 pub async fn serve(
-    _listener: tokio::net::TcpListener,
-    _config: ServeConfig,
-    _shutdown: impl Future<Output = ()>,
+    listener: tokio::net::TcpListener,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    todo!("serve")
+    let drain = Drain::new();
+    let state = Arc::new(State {
+        mcp: streamable::Settings {
+            allowed_origins: config.allowed_origins,
+            prefer_sse: config.prefer_sse,
+            max_body_bytes: config.limits.max_body_bytes,
+        },
+        drain: drain.clone(),
+        test_hooks: config.test_hooks,
+    });
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(handle(&state, req).await) }
+    });
+    server::run(listener, &config.limits, drain, service, shutdown).await
+}
+
+async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    if let Some(hooks) = &state.test_hooks {
+        if let Some(response) = test_route(hooks, state, parts.uri.path()).await {
+            return response;
+        }
+    }
+    let route = match router::route(&parts.method, parts.uri.path()) {
+        Ok(route) => route,
+        Err(err) => return Error::from(err).into_response(),
+    };
+    let result = match route {
+        Route::Mcp(target) => streamable::handle(&parts, body, &target, &state.mcp).await,
+        Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
+        Route::Readyz if state.drain.is_draining() => Err(Error::Unavailable("draining".into())),
+        Route::Readyz => Ok(response::text(StatusCode::OK, "ready")),
+        Route::LegacySse(_) | Route::LegacyMessages(_) => {
+            Err(Error::NotImplemented("the HTTP+SSE (2024-11-05) transport"))
+        }
+        Route::RestTools(_) | Route::RestCall(..) => Err(Error::NotImplemented("the REST surface")),
+        Route::BosPlatform => Err(Error::NotImplemented("the BOS platform app")),
+        Route::ProtectedResource(_) => Err(Error::NotImplemented("protected-resource metadata")),
+        Route::Metrics => Err(Error::NotImplemented("metrics")),
+        Route::AdminReload => Err(Error::NotImplemented("catalog reload")),
+    };
+    result.unwrap_or_else(Error::into_response)
+}
+
+async fn test_route(hooks: &TestHooks, state: &State, path: &str) -> Option<Response<Body>> {
+    match path {
+        "/__test/hold" => {
+            hooks.entered.notify_one();
+            hooks.release.notified().await;
+            Some(response::text(StatusCode::OK, "released"))
+        }
+        "/__test/stream" => {
+            let (tx, rx) = mpsc::channel(1);
+            let first = Bytes::from_static(b"event: message\ndata: first\n\n");
+            if tx.try_send(first).is_err() {
+                return Some(Error::Internal.into_response());
+            }
+            // The producer stays alive until the body closes the channel (on drain).
+            tokio::spawn(async move { tx.closed().await });
+            Some(response::event_stream(Body::stream(rx, &state.drain)))
+        }
+        _ => None,
+    }
 }

@@ -1,3 +1,7 @@
 #![no_main]
-//! Placeholder.
-libfuzzer_sys::fuzz_target!(|_data: &[u8]| {});
+//! Fuzzes the `Accept` parser: never panics, deterministic, case-insensitive, and one header
+//! with commas means the same as several headers (see `sluice::http::negotiate::props`).
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    sluice::http::negotiate::props::accept_header(data);
+});

@@ -2,3 +2,24 @@
 //! negotiation, bounded body collection, response helpers and the one error→status mapping.
 //!
 //! Must not know MCP methods.
+//!
+//! - [`server`]: the accept loop ([`server::run`]), [`Limits`], the [`Drain`] signal.
+//! - [`router`]: path + method → [`Route`].
+//! - [`negotiate`]: `Accept` / `Content-Type`.
+//! - [`guard`]: the `Origin` check.
+//! - [`body`]: bounded body collection.
+//! - [`response`]: the response [`Body`] and helpers.
+//! - [`error`]: [`Error`] and its one mapping to a response.
+
+pub mod body;
+pub mod error;
+pub mod guard;
+pub mod negotiate;
+pub mod response;
+pub mod router;
+pub mod server;
+
+pub use error::Error;
+pub use response::Body;
+pub use router::{Route, Target};
+pub use server::{Drain, Limits};

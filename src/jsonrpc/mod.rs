@@ -1,12 +1,37 @@
-//! JSON-RPC 2.0: messages parsed in place with simd-json, ids, error codes, response writers.
+//! JSON-RPC 2.0: one message parsed in place with simd-json, ids, error codes, writers.
 //!
-//! STUB API (signatures are the contract other modules code against; the jsonrpc work replaces
-//! the bodies and may add to the API, keeping these names).
+//! Owns the wire shape of a JSON-RPC message and nothing else: it must not know MCP methods,
+//! HTTP status codes or sockets. Callers hand it a complete body (`&mut [u8]`, mutated in place
+//! by simd-json) and get back a [`Message`] borrowing from that body, or a [`ParseError`] carrying
+//! the JSON-RPC code (-32700 / -32600) and the id when it could be read.
+//!
+//! - [`parse`] / [`parse_with`]: classify the envelope, expose `method` and `id` at once, and
+//!   keep `params` (or `result`, or `error.data`) as a [`Payload`] the method handler can walk
+//!   ([`Payload::value`]) or deserialize ([`Payload::deserialize`]) without re-parsing.
+//! - [`Id`] (borrowed), [`OwnedId`] (what outlives the body: the id's JSON text inline),
+//!   [`IdRef`] (what writers accept: either of them, raw JSON text, or `null`).
+//! - Writers into a caller-provided (pooled) `BytesMut`: [`write_result`], [`write_result_raw`],
+//!   [`write_error`], [`write_error_with_data`], [`write_request`], [`write_notification`],
+//!   and [`Message::write_to`]. JSON is serialized straight into the buffer.
+//!
+//! Layout: `id.rs` (ids), `parse.rs` (classification), `payload.rs` (the params view),
+//! `write.rs` (writers).
 
-use bytes::BytesMut;
+mod id;
+mod parse;
+mod payload;
+mod write;
+
+pub use id::{Id, IdRef, OwnedId};
+pub use parse::{parse, parse_with, Limits, Message, ParseError, DEFAULT_MAX_DEPTH};
+pub use payload::{Payload, PayloadError};
+pub use write::{
+    write_error, write_error_with_data, write_notification, write_request, write_result,
+    write_result_raw,
+};
 
 /// JSON-RPC error codes used on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ErrorCode(pub i32);
 
 impl ErrorCode {
@@ -22,52 +47,6 @@ impl ErrorCode {
     pub const INTERNAL_ERROR: Self = Self(-32603);
 }
 
-/// A request id as its JSON text (`0`, `"0"`, `"a\"b"`), echoed back verbatim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Id<'a>(pub &'a [u8]);
-
-/// An id that outlives the request body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnedId(pub bytes::Bytes);
-
-/// One parsed message, borrowing from the request body.
-#[derive(Debug)]
-pub enum Message<'a> {
-    /// A call expecting a response.
-    Request { id: Id<'a>, method: &'a str },
-    /// A call without an id; never answered.
-    Notification { method: &'a str },
-    /// A response (result or error) from the peer.
-    Response { id: Id<'a> },
-}
-
-/// Why a body is not a usable JSON-RPC message.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct ParseError {
-    /// -32700 or -32600.
-    pub code: ErrorCode,
-    /// Human-readable reason.
-    pub message: &'static str,
-    /// The id, when it could be read.
-    pub id: Option<OwnedId>,
-}
-
-/// Parses one message in place (simd-json mutates the buffer).
-pub fn parse(_body: &mut [u8]) -> Result<Message<'_>, ParseError> {
-    todo!("jsonrpc parse")
-}
-
-/// Writes `{"jsonrpc":"2.0","id":…,"result":…}`.
-pub fn write_result<T: serde::Serialize + ?Sized>(
-    _buf: &mut BytesMut,
-    _id: &[u8],
-    _result: &T,
-) -> Result<(), serde_json::Error> {
-    todo!("jsonrpc write_result")
-}
-
-/// Writes `{"jsonrpc":"2.0","id":…|null,"error":{"code":…,"message":…}}`.
-pub fn write_error(_buf: &mut BytesMut, _id: Option<&[u8]>, _code: ErrorCode, _message: &str) {
-    todo!("jsonrpc write_error")
-}
+/// Property functions shared by the fuzz target and the integration tests.
+#[doc(hidden)]
+pub mod props;

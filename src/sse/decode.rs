@@ -1,8 +1,35 @@
-//! Incremental SSE decoder.
+//! Incremental WHATWG `text/event-stream` parser.
 //!
-//! STUB API (signatures are the contract other modules code against).
+//! Owns turning bytes into [`Event`]s: line splitting (CR, LF, CRLF, also across chunk ends), the
+//! optional BOM, comments, field parsing, and the dispatch rules of the HTML standard, "9.2.6
+//! Interpreting an event stream". Must not know JSON or MCP, and must not do IO: it is a pure
+//! function over a buffer (`Ok(None)` = need more bytes); [`super::stream::EventStream`] wraps it
+//! for a `Stream` of chunks.
+//!
+//! # Fast path
+//! Line ends are found with `memchr2`; nothing is allocated per line. A data line is kept as a
+//! range of the input until the frame is dispatched, so an event with a single `data` line comes
+//! out as a [`Bytes`] slice of the input (zero copy). Only a second `data` line in the same frame
+//! copies, into a reused scratch buffer. When a frame is cut by the end of the input, the lines
+//! already parsed are frozen out of the input as `Bytes` (still no copy); only the incomplete last
+//! line stays in the caller's buffer.
+//!
+//! # Limits
+//! A frame (all its lines, each line end counted as one byte, the blank line that ends it not
+//! counted) may not exceed the configured maximum ([`DEFAULT_MAX_FRAME`]); an incomplete line
+//! that already makes the frame too long counts too, so a peer that never sends a line end
+//! cannot grow the buffer without bound.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
+
+pub use super::stream::{EventStream, StreamError};
+
+/// The default maximum size of one frame: 1 MiB. A larger frame makes [`Decoder::decode`] fail
+/// with [`DecodeError::FrameTooLarge`]; change it with [`Decoder::with_max_frame`].
+pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
+
+/// The UTF-8 byte order mark, stripped once at the start of the stream.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -11,10 +38,21 @@ pub struct Event {
     pub event: Bytes,
     /// The data lines joined with `\n`.
     pub data: Bytes,
-    /// The last event id in force when this event was dispatched.
+    /// The last event id in force when this event was dispatched (`None` when it is empty).
     pub id: Option<Bytes>,
     /// The last valid `retry` value seen, in milliseconds.
     pub retry: Option<u64>,
+}
+
+impl Event {
+    /// The event type: the `event` field, or `message` when it was absent or empty.
+    pub fn event_type(&self) -> &[u8] {
+        if self.event.is_empty() {
+            b"message"
+        } else {
+            &self.event
+        }
+    }
 }
 
 /// Why decoding failed.
@@ -25,9 +63,134 @@ pub enum DecodeError {
     FrameTooLarge,
 }
 
-/// Incremental WHATWG event-stream parser.
+// === Input ===
+
+/// A buffer the decoder reads from and consumes: the caller's `BytesMut`, or a `Bytes` chunk in
+/// the stream adapter.
+pub(crate) trait Input {
+    fn bytes(&self) -> &[u8];
+    /// Drops the first `n` bytes (`n` ≤ length).
+    fn skip(&mut self, n: usize);
+    /// Splits the first `n` bytes off as `Bytes` without copying (`n` ≤ length).
+    fn take(&mut self, n: usize) -> Bytes;
+}
+
+impl Input for BytesMut {
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    #[inline]
+    fn skip(&mut self, n: usize) {
+        self.advance(n.min(self.len()));
+    }
+    #[inline]
+    fn take(&mut self, n: usize) -> Bytes {
+        if n == 0 {
+            return Bytes::new();
+        }
+        self.split_to(n.min(self.len())).freeze()
+    }
+}
+
+impl Input for Bytes {
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    #[inline]
+    fn skip(&mut self, n: usize) {
+        self.advance(n.min(self.len()));
+    }
+    #[inline]
+    fn take(&mut self, n: usize) -> Bytes {
+        if n == 0 {
+            return Bytes::new();
+        }
+        self.split_to(n.min(self.len()))
+    }
+}
+
+// === Pieces of a frame ===
+
+/// A field value: a range of the current input (only while one `decode` call runs), or bytes
+/// already split off the input.
+#[derive(Debug, Clone)]
+enum Piece {
+    Range(usize, usize),
+    Bytes(Bytes),
+}
+
+impl Piece {
+    fn as_slice<'a>(&'a self, input: &'a [u8]) -> &'a [u8] {
+        match self {
+            Piece::Range(start, end) => input.get(*start..*end).unwrap_or_default(),
+            Piece::Bytes(bytes) => bytes,
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Piece::Bytes(bytes) => bytes,
+            // Ranges are resolved before a piece leaves `decode`; an empty value is the safe
+            // answer should that invariant ever break.
+            Piece::Range(..) => Bytes::new(),
+        }
+    }
+}
+
+/// The data buffer of the frame being parsed.
 #[derive(Debug, Default)]
-pub struct Decoder {}
+enum Data {
+    /// No `data` line yet: dispatch produces no event.
+    #[default]
+    Empty,
+    /// Exactly one `data` line.
+    One(Piece),
+    /// Several `data` lines, joined with `\n` in `Decoder::scratch`.
+    Joined,
+}
+
+// === Decoder ===
+
+/// Incremental WHATWG event-stream parser.
+///
+/// Feed it one buffer that the caller keeps appending to: bytes it consumed are removed from the
+/// front, an incomplete last line stays. After an error the decoder keeps returning that error.
+#[derive(Debug)]
+pub struct Decoder {
+    /// Largest frame accepted, see [`DEFAULT_MAX_FRAME`].
+    max_frame: usize,
+    /// No byte of the stream has been examined yet (the BOM may still come).
+    at_stream_start: bool,
+    /// The last line ended with a CR that was the last byte of the input: an LF at the start of
+    /// the next input belongs to it.
+    skip_lf: bool,
+    /// Bytes at the front of the input already known to hold no line end (the incomplete line
+    /// left by the previous call), so a long line is not rescanned on every call.
+    scanned: usize,
+    /// Size of the current frame so far (each line end counts as one byte).
+    frame_len: usize,
+    /// Set once a frame was too large; every later call fails.
+    failed: bool,
+    data: Data,
+    /// Holds joined data when a frame has several `data` lines; reused from frame to frame.
+    scratch: BytesMut,
+    /// The event type buffer; `None` is empty (the default type).
+    event: Option<Piece>,
+    /// An `id` field seen in the current frame: the new last event ID buffer.
+    id_pending: Option<Piece>,
+    /// The last event ID string (set at dispatch); `None` when empty.
+    last_event_id: Option<Bytes>,
+    /// The reconnection time from the last valid `retry` field.
+    retry: Option<u64>,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::with_max_frame(DEFAULT_MAX_FRAME)
+    }
+}
 
 impl Decoder {
     /// A decoder with the default maximum frame size.
@@ -35,13 +198,568 @@ impl Decoder {
         Self::default()
     }
 
+    /// A decoder that rejects frames larger than `max_frame` bytes.
+    pub fn with_max_frame(max_frame: usize) -> Self {
+        Decoder {
+            max_frame,
+            at_stream_start: true,
+            skip_lf: false,
+            scanned: 0,
+            frame_len: 0,
+            failed: false,
+            data: Data::Empty,
+            scratch: BytesMut::new(),
+            event: None,
+            id_pending: None,
+            last_event_id: None,
+            retry: None,
+        }
+    }
+
+    /// The last event ID string: what a reconnecting client sends as `Last-Event-ID`.
+    pub fn last_event_id(&self) -> Option<&Bytes> {
+        self.last_event_id.as_ref()
+    }
+
+    /// The reconnection time (ms) from the last valid `retry` field.
+    pub fn retry(&self) -> Option<u64> {
+        self.retry
+    }
+
+    /// The configured maximum frame size.
+    pub fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+
     /// Decodes the next event from `buf`; `Ok(None)` means more bytes are needed.
-    pub fn decode(&mut self, _buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
-        todo!("sse decoder")
+    ///
+    /// Consumed bytes are removed from the front of `buf`; keep appending to the same buffer.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Event>, DecodeError> {
+        self.decode_input(buf)
+    }
+
+    /// Decodes from any [`Input`]: parses complete lines until a dispatch produces an event or
+    /// only an incomplete line is left.
+    pub(crate) fn decode_input<I: Input>(
+        &mut self,
+        input: &mut I,
+    ) -> Result<Option<Event>, DecodeError> {
+        if self.failed {
+            return Err(DecodeError::FrameTooLarge);
+        }
+        // Bytes of the input parsed but not yet consumed; pieces are ranges below it.
+        let mut pos = 0;
+        if self.at_stream_start {
+            let bytes = input.bytes();
+            if bytes.is_empty() || (bytes.len() < BOM.len() && BOM.starts_with(bytes)) {
+                return Ok(None);
+            }
+            // "The UTF-8 decode algorithm strips one leading UTF-8 Byte Order Mark (BOM), if any."
+            if bytes.starts_with(BOM) {
+                pos = BOM.len();
+            }
+            self.at_stream_start = false;
+        }
+        loop {
+            let bytes = input.bytes();
+            if self.skip_lf {
+                match bytes.get(pos) {
+                    None => break,
+                    Some(&byte) => {
+                        self.skip_lf = false;
+                        if byte == b'\n' {
+                            pos += 1;
+                        }
+                    }
+                }
+            }
+            let rest = bytes.get(pos..).unwrap_or_default();
+            let scanned = std::mem::take(&mut self.scanned).min(rest.len());
+            // "Lines must be separated by either a U+000D CARRIAGE RETURN U+000A LINE FEED (CRLF)
+            // character pair, a single U+000A LINE FEED (LF) character, or a single U+000D
+            // CARRIAGE RETURN (CR) character."
+            let Some(found) = rest
+                .get(scanned..)
+                .and_then(|tail| memchr::memchr2(b'\n', b'\r', tail))
+            else {
+                break;
+            };
+            let line_start = pos;
+            let line_end = pos + scanned + found;
+            pos = line_end + 1;
+            if bytes.get(line_end) == Some(&b'\r') {
+                match bytes.get(pos) {
+                    Some(b'\n') => pos += 1,
+                    Some(_) => {}
+                    None => self.skip_lf = true,
+                }
+            }
+            if line_start == line_end {
+                // "If the line is empty (a blank line): Dispatch the event."
+                if let Some(event) = self.dispatch(input, pos) {
+                    return Ok(Some(event));
+                }
+                pos = 0;
+                continue;
+            }
+            self.frame_len = self.frame_len.saturating_add(line_end - line_start + 1);
+            if self.frame_len > self.max_frame {
+                return Err(self.fail());
+            }
+            self.process_line(bytes, line_start, line_end);
+        }
+        // Only an incomplete line (possibly empty) is left.
+        let tail = input.bytes().len().saturating_sub(pos);
+        if tail > 0 && self.frame_len.saturating_add(tail + 1) > self.max_frame {
+            return Err(self.fail());
+        }
+        self.resolve(input, pos);
+        self.scanned = tail;
+        Ok(None)
+    }
+
+    /// Parses one complete, non-empty line `bytes[start..end]`.
+    #[inline]
+    fn process_line(&mut self, bytes: &[u8], start: usize, end: usize) {
+        let line = bytes.get(start..end).unwrap_or_default();
+        // "If the line starts with a U+003A COLON character (:): Ignore the line."
+        if line.first() == Some(&b':') {
+            return;
+        }
+        // "If the line contains a U+003A COLON character (:): Collect the characters on the line
+        // before the first U+003A COLON character (:), and let field be that string. Collect the
+        // characters on the line after the first U+003A COLON character (:), and let value be
+        // that string. If value starts with a U+0020 SPACE character, remove it from value."
+        // "Otherwise, the string is not empty but does not contain a U+003A COLON character (:):
+        // Process the field using the whole line as the field name, and the empty string as the
+        // field value."
+        let (name, value_start) = match memchr::memchr(b':', line) {
+            Some(colon) => {
+                let after = colon + 1;
+                let skip = usize::from(line.get(after) == Some(&b' '));
+                (line.get(..colon).unwrap_or_default(), start + after + skip)
+            }
+            None => (line, end),
+        };
+        let value = Piece::Range(value_start, end);
+        match name {
+            // "If the field name is "data": Append the field value to the data buffer, then
+            // append a single U+000A LINE FEED (LF) character to the data buffer."
+            // (The final LF is removed at dispatch, so lines are kept joined without it.)
+            b"data" => match std::mem::take(&mut self.data) {
+                Data::Empty => self.data = Data::One(value),
+                Data::One(first) => {
+                    self.scratch.clear();
+                    self.scratch.extend_from_slice(first.as_slice(bytes));
+                    self.scratch.extend_from_slice(b"\n");
+                    self.scratch.extend_from_slice(value.as_slice(bytes));
+                    self.data = Data::Joined;
+                }
+                Data::Joined => {
+                    self.scratch.extend_from_slice(b"\n");
+                    self.scratch.extend_from_slice(value.as_slice(bytes));
+                    self.data = Data::Joined;
+                }
+            },
+            // "If the field name is "event": Set the event type buffer to field value."
+            b"event" => {
+                let value_bytes = value.as_slice(bytes);
+                self.event = if value_bytes.is_empty() {
+                    None
+                } else if value_bytes == b"message" {
+                    // The common name costs no reference count.
+                    Some(Piece::Bytes(Bytes::from_static(b"message")))
+                } else {
+                    Some(value)
+                };
+            }
+            // "If the field name is "id": If the field value does not contain U+0000 NULL, then
+            // set the last event ID buffer to the field value. Otherwise, ignore the field."
+            b"id" => {
+                if memchr::memchr(0, value.as_slice(bytes)).is_none() {
+                    self.id_pending = Some(value);
+                }
+            }
+            // "If the field name is "retry": If the field value consists of only ASCII digits,
+            // then interpret the field value as an integer in base ten, and set the event
+            // stream's reconnection time to that integer. Otherwise, ignore the field."
+            // (An empty value or one that overflows `u64` is ignored as well.)
+            b"retry" => {
+                if let Some(ms) = parse_retry(value.as_slice(bytes)) {
+                    self.retry = Some(ms);
+                }
+            }
+            // "Otherwise: The field is ignored."
+            _ => {}
+        }
+    }
+
+    /// Dispatches the frame that ends at `end` (just after its blank line) and consumes it.
+    #[inline]
+    fn dispatch<I: Input>(&mut self, input: &mut I, end: usize) -> Option<Event> {
+        self.frame_len = 0;
+        self.resolve(input, end);
+        // "Set the last event ID string of the event source to the value of the last event ID
+        // buffer. The buffer does not get reset, so the last event ID string of the event source
+        // remains set to this value until the next time it is set by the server."
+        if let Some(id) = self.id_pending.take() {
+            let id = id.into_bytes();
+            self.last_event_id = if id.is_empty() { None } else { Some(id) };
+        }
+        let event = self.event.take();
+        // "If the data buffer is an empty string, set the data buffer and the event type buffer
+        // to the empty string and return."
+        let data = match std::mem::take(&mut self.data) {
+            Data::Empty => return None,
+            Data::One(piece) => piece.into_bytes(),
+            Data::Joined => self.scratch.split().freeze(),
+        };
+        Some(Event {
+            event: event.map(Piece::into_bytes).unwrap_or_default(),
+            data,
+            id: self.last_event_id.clone(),
+            retry: self.retry,
+        })
+    }
+
+    /// Consumes the first `end` bytes of the input, first splitting every range piece off it
+    /// as `Bytes` (in input order, so nothing is copied).
+    fn resolve<I: Input>(&mut self, input: &mut I, end: usize) {
+        let mut ranges: [Option<&mut Piece>; 3] = [None, None, None];
+        let mut n_ranges = 0;
+        let candidates = [
+            match &mut self.data {
+                Data::One(piece) => Some(piece),
+                _ => None,
+            },
+            self.event.as_mut(),
+            self.id_pending.as_mut(),
+        ];
+        for piece in candidates.into_iter().flatten() {
+            if let Piece::Range(..) = piece {
+                if let Some(slot) = ranges.get_mut(n_ranges) {
+                    *slot = Some(piece);
+                    n_ranges += 1;
+                }
+            }
+        }
+        let ranges = ranges.get_mut(..n_ranges).unwrap_or_default();
+        ranges.sort_unstable_by_key(|piece| match piece {
+            Some(Piece::Range(start, _)) => *start,
+            _ => 0,
+        });
+        let mut consumed = 0;
+        for piece in ranges.iter_mut().flatten() {
+            if let Piece::Range(start, stop) = **piece {
+                let start = start.max(consumed);
+                let stop = stop.max(start);
+                input.skip(start - consumed);
+                **piece = Piece::Bytes(input.take(stop - start));
+                consumed = stop;
+            }
+        }
+        input.skip(end.saturating_sub(consumed));
+    }
+
+    fn fail(&mut self) -> DecodeError {
+        self.failed = true;
+        self.data = Data::Empty;
+        self.scratch = BytesMut::new();
+        self.event = None;
+        self.id_pending = None;
+        DecodeError::FrameTooLarge
     }
 }
 
-/// Adapts any `Stream<Item = Result<Bytes, E>>` into a stream of events.
-pub struct EventStream<S> {
-    _inner: S,
+/// Parses a `retry` value: ASCII digits only, at least one, fitting in a `u64`.
+fn parse_retry(value: &[u8]) -> Option<u64> {
+    if value.is_empty() {
+        return None;
+    }
+    value.iter().try_fold(0u64, |acc, &byte| {
+        if byte.is_ascii_digit() {
+            acc.checked_mul(10)?.checked_add(u64::from(byte - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes `input` fed as the given chunks; returns each event as
+    /// `(event, data, id, retry)` with lossy strings, or `"error"` once decoding failed.
+    fn run(chunks: &[&[u8]], max_frame: usize) -> Vec<String> {
+        let mut decoder = Decoder::with_max_frame(max_frame);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            loop {
+                match decoder.decode(&mut buf) {
+                    Ok(Some(event)) => out.push(show(&event)),
+                    Ok(None) => break,
+                    Err(_) => {
+                        out.push("error".to_owned());
+                        return out;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn show(event: &Event) -> String {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let mut s = format!("{}|{}", text(&event.event), text(&event.data));
+        if let Some(id) = &event.id {
+            s.push_str(&format!("|id={}", text(id)));
+        }
+        if let Some(retry) = event.retry {
+            s.push_str(&format!("|retry={retry}"));
+        }
+        s
+    }
+
+    #[track_caller]
+    fn check(input: &[u8], expected: &[&str]) {
+        assert_eq!(run(&[input], DEFAULT_MAX_FRAME), expected, "one piece");
+        // Every two-way split gives the same answer.
+        for cut in 0..=input.len() {
+            let (a, b) = input.split_at(cut);
+            assert_eq!(run(&[a, b], DEFAULT_MAX_FRAME), expected, "cut at {cut}");
+        }
+        // So does byte by byte.
+        let bytes: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(run(&bytes, DEFAULT_MAX_FRAME), expected, "byte by byte");
+    }
+
+    #[test]
+    fn simple_message() {
+        check(b"data: hello\n\n", &["|hello"]);
+        check(b"event: message\ndata: {\"a\":1}\n\n", &["message|{\"a\":1}"]);
+    }
+
+    #[test]
+    fn bom_stripped_at_stream_start() {
+        check(b"\xEF\xBB\xBFdata: a\n\n", &["|a"]);
+    }
+
+    #[test]
+    fn bom_only_at_stream_start() {
+        // A second BOM is part of a field name, so the line is an unknown field.
+        check(b"\xEF\xBB\xBFdata: a\n\n\xEF\xBB\xBFdata: b\n\n", &["|a"]);
+        check(b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\n", &[]);
+    }
+
+    #[test]
+    fn partial_bom_is_not_a_bom() {
+        check(b"\xEF\xBBdata: a\n\n", &[]);
+        check(b"\xEFdata: a\n\ndata: b\n\n", &["|b"]);
+    }
+
+    #[test]
+    fn crlf_line_ends() {
+        check(b"data: a\r\ndata: b\r\n\r\n", &["|a\nb"]);
+    }
+
+    #[test]
+    fn cr_line_ends() {
+        check(b"data: a\rdata: b\r\r", &["|a\nb"]);
+    }
+
+    #[test]
+    fn mixed_line_ends() {
+        check(b"data: a\r\ndata: b\rdata: c\n\r\n", &["|a\nb\nc"]);
+    }
+
+    #[test]
+    fn cr_at_chunk_end_then_lf() {
+        // The LF at the start of the second chunk completes the CRLF; no extra blank line.
+        assert_eq!(run(&[b"data: a\r", b"\ndata: b\r\n\r\n"], 64), ["|a\nb"]);
+        assert_eq!(run(&[b"data: a\r\n\r", b"\ndata: b\n\n"], 64), ["|a", "|b"]);
+        assert_eq!(run(&[b"data: a\r", b"", b"\n\r", b"\n"], 64), ["|a"]);
+    }
+
+    #[test]
+    fn cr_cr_is_a_blank_line() {
+        check(b"data: a\r\rdata: b\n\n", &["|a", "|b"]);
+    }
+
+    #[test]
+    fn comments_ignored() {
+        check(b": keepalive\n\n", &[]);
+        check(b":\ndata: a\n: between\ndata: b\n\n", &["|a\nb"]);
+    }
+
+    #[test]
+    fn field_without_colon() {
+        // "data" alone appends an empty line.
+        check(b"data\n\n", &["|"]);
+        check(b"data\ndata\n\n", &["|\n"]);
+        check(b"data: a\ndata\n\n", &["|a\n"]);
+        check(b"event\ndata: x\n\n", &["|x"]);
+    }
+
+    #[test]
+    fn one_leading_space_stripped() {
+        check(b"data:a\n\n", &["|a"]);
+        check(b"data: a\n\n", &["|a"]);
+        check(b"data:  a\n\n", &["| a"]);
+        check(b"data: a \n\n", &["|a "]);
+        check(b"data:\n\n", &["|"]);
+        check(b"data: \n\n", &["|"]);
+    }
+
+    #[test]
+    fn multi_line_data_joined_with_lf() {
+        check(b"data: a\ndata: b\ndata: c\n\n", &["|a\nb\nc"]);
+        check(b"data: a\ndata:\ndata: c\n\n", &["|a\n\nc"]);
+    }
+
+    #[test]
+    fn id_sets_last_event_id() {
+        check(
+            b"id: 1\ndata: a\n\ndata: b\n\nid: 2\ndata: c\n\n",
+            &["|a|id=1", "|b|id=1", "|c|id=2"],
+        );
+    }
+
+    #[test]
+    fn empty_id_resets_last_event_id() {
+        check(b"id: 1\ndata: a\n\nid\ndata: b\n\n", &["|a|id=1", "|b"]);
+        check(b"id: 1\ndata: a\n\nid:\ndata: b\n\n", &["|a|id=1", "|b"]);
+    }
+
+    #[test]
+    fn id_with_nul_ignored() {
+        check(b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\n", &["|a|id=1", "|b|id=1"]);
+    }
+
+    #[test]
+    fn retry_only_ascii_digits() {
+        check(b"retry: 3000\ndata: a\n\n", &["|a|retry=3000"]);
+        check(b"retry: 30x\ndata: a\n\n", &["|a"]);
+        check(b"retry: -1\ndata: a\n\n", &["|a"]);
+        check(b"retry: \ndata: a\n\n", &["|a"]);
+        check(b"retry:  10\ndata: a\n\n", &["|a"]);
+        check(b"retry: 99999999999999999999999\ndata: a\n\n", &["|a"]);
+        // The reconnection time persists.
+        check(
+            b"retry: 10\ndata: a\n\nretry: x\ndata: b\n\n",
+            &["|a|retry=10", "|b|retry=10"],
+        );
+    }
+
+    #[test]
+    fn empty_data_dispatches_nothing_but_sets_id() {
+        check(b"id: 7\n\ndata: a\n\n", &["|a|id=7"]);
+        check(b"event: x\nid: 7\n\ndata: a\n\n", &["|a|id=7"]);
+    }
+
+    #[test]
+    fn unknown_fields_ignored() {
+        check(b"foo: bar\ndata: a\nDATA: b\n\n", &["|a"]);
+    }
+
+    #[test]
+    fn event_type_reset_after_dispatch() {
+        check(b"event: x\ndata: a\n\ndata: b\n\n", &["x|a", "|b"]);
+        check(b"event: x\nevent:\ndata: a\n\n", &["|a"]);
+    }
+
+    #[test]
+    fn end_of_stream_discards_pending_event() {
+        check(b"data: a\n\ndata: b\n", &["|a"]);
+        check(b"data: a\n\ndata: b", &["|a"]);
+    }
+
+    #[test]
+    fn priming_event_is_dispatched_with_empty_data() {
+        check(b"retry: 500\nid: s.1.0\ndata: \n\n", &["||id=s.1.0|retry=500"]);
+    }
+
+    #[test]
+    fn single_data_line_is_zero_copy() {
+        let mut buf = BytesMut::from(&b"event: message\nid: 1\ndata: {\"x\":1}\n\ndata: y\n\n"[..]);
+        let range = buf.as_ptr() as usize..buf.as_ptr() as usize + buf.len();
+        let mut decoder = Decoder::new();
+        for expected in [&b"{\"x\":1}"[..], b"y"] {
+            let event = decoder.decode(&mut buf).unwrap().unwrap();
+            assert_eq!(event.data, expected);
+            let start = event.data.as_ptr() as usize;
+            assert!(range.contains(&start), "data was copied");
+            assert!(range.contains(&(start + event.data.len() - 1)));
+        }
+        let id = decoder.last_event_id().unwrap();
+        assert!(range.contains(&(id.as_ptr() as usize)), "id was copied");
+    }
+
+    #[test]
+    fn frame_split_across_chunks_is_not_copied_either() {
+        let mut decoder = Decoder::new();
+        let mut buf = BytesMut::from(&b"data: abc\n"[..]);
+        let range = buf.as_ptr() as usize..buf.as_ptr() as usize + buf.len();
+        assert_eq!(decoder.decode(&mut buf), Ok(None));
+        buf.extend_from_slice(b"\n");
+        let event = decoder.decode(&mut buf).unwrap().unwrap();
+        assert_eq!(event.data, "abc");
+        assert!(range.contains(&(event.data.as_ptr() as usize)));
+    }
+
+    #[test]
+    fn frame_too_large() {
+        let max = 16;
+        // 15 + 1 bytes fits exactly.
+        assert_eq!(run(&[b"data: 123456789\n\n"], max), ["|123456789"]);
+        assert_eq!(run(&[b"data: 1234567890\n\n"], max), ["error"]);
+        // Every line of the frame counts, comments too.
+        assert_eq!(run(&[b": 12345\ndata: 12\n\n"], max), ["error"]);
+        // Frames are counted separately.
+        assert_eq!(
+            run(&[b"data: 1\n\ndata: 2\n\ndata: 3\n\n"], max),
+            ["|1", "|2", "|3"]
+        );
+        // Once failed, always failed.
+        assert_eq!(run(&[b"data: 1234567890\n\n", b"data: 1\n\n"], max), ["error"]);
+    }
+
+    #[test]
+    fn frame_too_large_without_line_end() {
+        let max = 1024;
+        let mut decoder = Decoder::with_max_frame(max);
+        let mut buf = BytesMut::new();
+        let mut result = Ok(None);
+        for _ in 0..100 {
+            buf.extend_from_slice(&[b'x'; 100]);
+            result = decoder.decode(&mut buf);
+            if result.is_err() {
+                break;
+            }
+        }
+        assert_eq!(result, Err(DecodeError::FrameTooLarge));
+        assert!(buf.len() <= max + 100);
+    }
+
+    #[test]
+    fn long_line_in_small_pieces() {
+        let line = vec![b'a'; 10_000];
+        let mut input = b"data: ".to_vec();
+        input.extend_from_slice(&line);
+        input.extend_from_slice(b"\n\n");
+        let chunks: Vec<&[u8]> = input.chunks(7).collect();
+        let out = run(&chunks, DEFAULT_MAX_FRAME);
+        assert_eq!(out, [format!("|{}", String::from_utf8_lossy(&line))]);
+    }
+
+    #[test]
+    fn retry_parser() {
+        assert_eq!(parse_retry(b"0"), Some(0));
+        assert_eq!(parse_retry(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_retry(b"18446744073709551616"), None);
+        assert_eq!(parse_retry(b""), None);
+        assert_eq!(parse_retry(b"1 "), None);
+    }
 }

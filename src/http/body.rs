@@ -1,0 +1,131 @@
+//! Bounded request-body collection into one contiguous `BytesMut` (simd-json parses it in place).
+//!
+//! Rejects early: a `Content-Length` over the limit is refused before a byte is read, and a body
+//! without one (chunked, or h2 without the header) is refused as soon as it streams past the limit.
+//! Must not interpret the bytes.
+
+use bytes::{Buf, BytesMut};
+use http::header::{HeaderMap, CONTENT_LENGTH};
+use http_body::Body;
+use http_body_util::BodyExt;
+
+use super::error::Error;
+
+/// Default for the largest request body accepted; a larger one is answered 413 Payload Too Large.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Largest capacity reserved up front from a declared `Content-Length`: a peer's claim is not
+/// trusted with more memory than this before the bytes actually arrive.
+const MAX_PREALLOCATE: usize = 64 * 1024;
+
+/// The declared `Content-Length`, when present and well-formed.
+pub fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Collects `body` into one buffer of at most `limit` bytes.
+///
+/// `declared` is the request's `Content-Length` (see [`content_length`]).
+pub async fn collect_limited<B>(
+    body: B,
+    declared: Option<u64>,
+    limit: usize,
+) -> Result<BytesMut, Error>
+where
+    B: Body,
+    B::Error: std::fmt::Display,
+{
+    if let Some(len) = declared {
+        if len > limit as u64 {
+            return Err(Error::PayloadTooLarge { limit });
+        }
+    }
+    let reserve = declared.map_or(0, |len| (len as usize).min(MAX_PREALLOCATE));
+    let mut buf = BytesMut::with_capacity(reserve);
+    let mut body = std::pin::pin!(body);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| Error::BodyRead(err.to_string()))?;
+        if let Ok(mut data) = frame.into_data() {
+            if buf.len() + data.remaining() > limit {
+                return Err(Error::PayloadTooLarge { limit });
+            }
+            while data.has_remaining() {
+                let chunk = data.chunk();
+                buf.extend_from_slice(chunk);
+                let n = chunk.len();
+                data.advance(n);
+            }
+        }
+    }
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use http_body_util::{Full, StreamBody};
+
+    fn run<B>(body: B, declared: Option<u64>, limit: usize) -> Result<BytesMut, Error>
+    where
+        B: Body,
+        B::Error: std::fmt::Display,
+    {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|err| Error::BodyRead(err.to_string()))?
+            .block_on(collect_limited(body, declared, limit))
+    }
+
+    fn chunks(parts: &[&'static str]) -> impl Body<Data = Bytes, Error = std::convert::Infallible> {
+        let frames: Vec<Result<http_body::Frame<Bytes>, std::convert::Infallible>> = parts
+            .iter()
+            .map(|part| Ok(http_body::Frame::data(Bytes::from_static(part.as_bytes()))))
+            .collect();
+        StreamBody::new(futures_util::stream::iter(frames))
+    }
+
+    fn check(parts: &[&'static str], declared: Option<u64>, limit: usize, expected: Option<&str>) {
+        let got = run(chunks(parts), declared, limit);
+        match (got, expected) {
+            (Ok(buf), Some(want)) => assert_eq!(&buf[..], want.as_bytes()),
+            (Err(Error::PayloadTooLarge { limit: l }), None) => assert_eq!(l, limit),
+            (got, want) => panic!("{parts:?} limit {limit}: got {got:?}, want {want:?}"),
+        }
+    }
+
+    #[test]
+    fn limits() {
+        check(&["abc"], Some(3), 3, Some("abc"));
+        check(&["abc"], None, 3, Some("abc"));
+        check(&["ab", "c"], None, 3, Some("abc"));
+        check(&["ab", "cd"], None, 3, None);
+        check(&["abcd"], None, 3, None);
+        check(&[], Some(4), 3, None);
+        check(&[], None, 0, Some(""));
+        check(&["a", "b", "c", "d", "e"], None, 5, Some("abcde"));
+        check(&["a", "b", "c", "d", "e", "f"], None, 5, None);
+    }
+
+    #[test]
+    fn full_body() {
+        let got = run(Full::new(Bytes::from_static(b"{}")), Some(2), 10);
+        assert!(matches!(got, Ok(buf) if &buf[..] == b"{}"));
+    }
+
+    #[test]
+    fn content_length_header() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(content_length(&headers), None);
+        headers.insert(CONTENT_LENGTH, http::HeaderValue::from_static("12"));
+        assert_eq!(content_length(&headers), Some(12));
+        headers.insert(CONTENT_LENGTH, http::HeaderValue::from_static("x"));
+        assert_eq!(content_length(&headers), None);
+    }
+}

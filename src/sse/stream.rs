@@ -1,0 +1,143 @@
+//! A `Stream` of SSE events over any `Stream` of byte chunks.
+//!
+//! Owns only the plumbing between chunks and the [`Decoder`]: each chunk is decoded in place (so
+//! events are zero-copy slices of it), and only a line cut by a chunk boundary is copied into a
+//! small carry buffer until its line end arrives. Must not parse SSE itself; that is `decode.rs`.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use futures_core::Stream;
+
+use super::decode::{DecodeError, Decoder, Event};
+
+/// Why an [`EventStream`] ended with an error.
+#[derive(Debug)]
+pub enum StreamError<E> {
+    /// The bytes were not a valid event stream (see [`DecodeError`]).
+    Decode(DecodeError),
+    /// The underlying byte stream failed.
+    Transport(E),
+}
+
+impl<E: fmt::Display> fmt::Display for StreamError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamError::Decode(error) => write!(f, "{error}"),
+            StreamError::Transport(error) => write!(f, "SSE transport failed: {error}"),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for StreamError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StreamError::Decode(error) => Some(error),
+            StreamError::Transport(error) => Some(error),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Adapts any `Stream<Item = Result<Bytes, E>>` into a stream of events.
+    ///
+    /// The stream ends after the first error. An event still incomplete when the byte stream
+    /// ends is discarded, as the standard requires.
+    pub struct EventStream<S> {
+        #[pin]
+        inner: S,
+        decoder: Decoder,
+        // The rest of the current chunk, decoded in place.
+        chunk: Bytes,
+        // A line cut by a chunk boundary; while it is non-empty `chunk` is empty.
+        carry: BytesMut,
+        done: bool,
+    }
+}
+
+impl<S> EventStream<S> {
+    /// Wraps `inner` with a default [`Decoder`].
+    pub fn new(inner: S) -> Self {
+        Self::with_decoder(inner, Decoder::new())
+    }
+
+    /// Wraps `inner` with a configured decoder (for example [`Decoder::with_max_frame`]).
+    pub fn with_decoder(inner: S, decoder: Decoder) -> Self {
+        EventStream {
+            inner,
+            decoder,
+            chunk: Bytes::new(),
+            carry: BytesMut::new(),
+            done: false,
+        }
+    }
+
+    /// The decoder, for `last_event_id` and `retry` when reconnecting.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
+    }
+}
+
+impl<S, E> Stream for EventStream<S>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+{
+    type Item = Result<Event, StreamError<E>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut this = self.project();
+        if *this.done {
+            return Poll::Ready(None);
+        }
+        loop {
+            let decoded = if this.carry.is_empty() {
+                let decoded = this.decoder.decode_input(this.chunk);
+                if decoded == Ok(None) && !this.chunk.is_empty() {
+                    // An incomplete line: keep it until its end arrives.
+                    this.carry.extend_from_slice(this.chunk);
+                    *this.chunk = Bytes::new();
+                }
+                decoded
+            } else {
+                this.decoder.decode_input(this.carry)
+            };
+            match decoded {
+                Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
+                Ok(None) if this.carry.is_empty() && !this.chunk.is_empty() => continue,
+                Ok(None) => {}
+                Err(error) => {
+                    *this.done = true;
+                    return Poll::Ready(Some(Err(StreamError::Decode(error))));
+                }
+            }
+            match ready!(this.inner.as_mut().poll_next(cx)) {
+                Some(Ok(bytes)) => {
+                    if this.carry.is_empty() {
+                        *this.chunk = bytes;
+                    } else {
+                        // Complete the carried line with the head of the new chunk; only that
+                        // line is copied, the rest is decoded in place.
+                        match memchr::memchr2(b'\n', b'\r', &bytes) {
+                            Some(line_end) => {
+                                let (head, rest) = bytes.split_at(line_end + 1);
+                                this.carry.extend_from_slice(head);
+                                *this.chunk = bytes.slice_ref(rest);
+                            }
+                            None => this.carry.extend_from_slice(&bytes),
+                        }
+                    }
+                }
+                Some(Err(error)) => {
+                    *this.done = true;
+                    return Poll::Ready(Some(Err(StreamError::Transport(error))));
+                }
+                None => {
+                    *this.done = true;
+                    return Poll::Ready(None);
+                }
+            }
+        }
+    }
+}
