@@ -141,7 +141,13 @@ mod tests {
         let entry: Value = serde_json::from_slice(&meta_tool_entry()).unwrap();
         assert_eq!(entry["name"], DISCOVER_TOOL_NAME);
         assert_eq!(entry["inputSchema"]["type"], "object");
-        assert_eq!(entry["inputSchema"]["required"], serde_json::json!(["tool_id"]));
-        assert_eq!(entry["inputSchema"]["properties"]["tool_id"]["type"], "string");
+        assert_eq!(
+            entry["inputSchema"]["required"],
+            serde_json::json!(["tool_id"])
+        );
+        assert_eq!(
+            entry["inputSchema"]["properties"]["tool_id"]["type"],
+            "string"
+        );
     }
 }

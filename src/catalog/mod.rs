@@ -115,7 +115,10 @@ impl Catalog {
 
     /// Swaps in a snapshot of `config` (validated first). On any problem nothing changes.
     pub fn replace(&self, config: &model::Config) -> Result<ReloadOutcome, Report> {
-        let _reloading = self.reloading.lock().unwrap_or_else(PoisonError::into_inner);
+        let _reloading = self
+            .reloading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let old = self.current();
         let new = Arc::new(Snapshot::build(config, old.version() + 1, Some(&old))?);
         let changed = old.changed_clients(&new);

@@ -89,7 +89,14 @@ mod tests {
     #[test]
     fn blank_parts_are_absent() {
         check(Some("  \n"), Some(""), true, None, Append, None);
-        check(Some("D\n"), Some("\n C \n"), true, Some(" "), Override, Some("D\n\nC"));
+        check(
+            Some("D\n"),
+            Some("\n C \n"),
+            true,
+            Some(" "),
+            Override,
+            Some("D\n\nC"),
+        );
         check(None, None, true, None, Override, None);
         check(None, None, false, Some("X\n"), Override, Some("X"));
     }

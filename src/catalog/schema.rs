@@ -176,7 +176,10 @@ pub struct Tree<'a> {
 impl<'a> Tree<'a> {
     /// Builds the tree of `rules` whose paths are given parsed (`None` = unparsable, skipped).
     /// Returns the tree of the rules that fit plus every conflict.
-    pub fn build(rules: &'a [FieldRule], paths: &'a [Option<FieldPath>]) -> (Tree<'a>, Vec<Conflict>) {
+    pub fn build(
+        rules: &'a [FieldRule],
+        paths: &'a [Option<FieldPath>],
+    ) -> (Tree<'a>, Vec<Conflict>) {
         let mut tree = Tree::default();
         let mut conflicts = Vec::new();
         for (idx, (rule, path)) in rules.iter().zip(paths).enumerate() {
@@ -241,8 +244,17 @@ fn insert_node<'a>(
             other: node.owner,
         }),
         (Kind::Object(obj), Some((Segment::Key(_), _))) => insert_obj(obj, rest, full, idx, rule),
-        (Kind::Array(inner), Some((Segment::Each, tail))) => insert_node(inner, tail, full, idx, rule),
-        (kind, _) => Err(structure(full, rest, idx, node.owner, wanted_shape(rest), kind.shape())),
+        (Kind::Array(inner), Some((Segment::Each, tail))) => {
+            insert_node(inner, tail, full, idx, rule)
+        }
+        (kind, _) => Err(structure(
+            full,
+            rest,
+            idx,
+            node.owner,
+            wanted_shape(rest),
+            kind.shape(),
+        )),
     }
 }
 
@@ -265,7 +277,14 @@ fn fresh<'a>(rest: &'a [Segment], idx: usize, rule: &'a FieldRule) -> Node<'a> {
     Node { owner: idx, kind }
 }
 
-fn structure(full: &FieldPath, rest: &[Segment], rule: usize, other: usize, wanted: Shape, existing: Shape) -> Conflict {
+fn structure(
+    full: &FieldPath,
+    rest: &[Segment],
+    rule: usize,
+    other: usize,
+    wanted: Shape,
+    existing: Shape,
+) -> Conflict {
     let taken = full.segments().len().saturating_sub(rest.len());
     Conflict::Structure {
         rule,
@@ -391,7 +410,10 @@ fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail) -> Value {
             map.insert("format".into(), format.as_str().into());
         }
         if let Some(values) = &rule.enum_values {
-            map.insert("enum".into(), Value::Array(values.iter().map(toml_to_json).collect()));
+            map.insert(
+                "enum".into(),
+                Value::Array(values.iter().map(toml_to_json).collect()),
+            );
         }
     }
     Value::Object(map)
@@ -415,7 +437,9 @@ pub fn toml_to_json(value: &toml::Value) -> Value {
     match value {
         toml::Value::String(s) => Value::String(s.clone()),
         toml::Value::Integer(i) => Value::from(*i),
-        toml::Value::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        toml::Value::Float(f) => {
+            serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
+        }
         toml::Value::Boolean(b) => Value::Bool(*b),
         toml::Value::Datetime(d) => Value::String(d.to_string()),
         toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
@@ -514,7 +538,10 @@ pub struct ToolSchemas {
 
 /// Parses the exposed paths of rules (`None` for unparsable ones).
 pub fn parse_exposed(rules: &[FieldRule]) -> Vec<Option<FieldPath>> {
-    rules.iter().map(|r| FieldPath::parse(&r.exposed).ok()).collect()
+    rules
+        .iter()
+        .map(|r| FieldPath::parse(&r.exposed).ok())
+        .collect()
 }
 
 /// The input schema of a tool at a level of detail (`None` when its rules conflict).
@@ -621,7 +648,8 @@ mod tests {
 
     /// Checks the schema (compact canonical JSON) of `rules` at `detail`.
     fn check(rules: &[FieldRule], detail: Detail, expected: &str) {
-        let got = rules_schema(rules, detail).map(|v| String::from_utf8(canonical_bytes(&v).to_vec()).unwrap());
+        let got = rules_schema(rules, detail)
+            .map(|v| String::from_utf8(canonical_bytes(&v).to_vec()).unwrap());
         assert_eq!(got.as_deref(), Some(expected));
     }
 
@@ -674,7 +702,10 @@ mod tests {
     fn arrays_of_objects_and_scalars() {
         check(
             &[
-                rule("orders[*].lines[*].sku", "required = true\ndescription = \"SKU\""),
+                rule(
+                    "orders[*].lines[*].sku",
+                    "required = true\ndescription = \"SKU\"",
+                ),
                 rule("orders[*].lines[*].qty", "type = \"integer\""),
                 rule("tags[*]", "description = \"Tags\"\nenum = [\"a\", \"b\"]"),
                 rule("ids[*]", "type = \"array\"\nitems = \"integer\""),
@@ -721,7 +752,10 @@ mod tests {
             r#"{"properties":{"attrs":{"additionalProperties":{"maxLength":8,"type":"string"},"type":"object"}},"type":"object"}"#,
         );
         check(
-            &[rule("m", "type = \"object\"\nadditional_properties = false")],
+            &[rule(
+                "m",
+                "type = \"object\"\nadditional_properties = false",
+            )],
             Detail::StructureOnly,
             r#"{"properties":{"m":{"additionalProperties":false,"type":"object"}},"type":"object"}"#,
         );
@@ -729,11 +763,26 @@ mod tests {
 
     #[test]
     fn conflicts_are_found_and_named() {
-        check_conflicts(&[rule("a", ""), rule("a", "")], &["a: exposed path is used by another rule too"]);
-        check_conflicts(&[rule("a", ""), rule("a.b", "")], &["a.b: 'a' is an object here but a leaf in 'a'"]);
-        check_conflicts(&[rule("a.b", ""), rule("a", "")], &["a: 'a' is a leaf here but an object in 'a.b'"]);
-        check_conflicts(&[rule("a[*].b", ""), rule("a.c", "")], &["a.c: 'a' is an object here but an array in 'a[*].b'"]);
-        check_conflicts(&[rule("t[*]", ""), rule("t[*].x", "")], &["t[*].x: 't[*]' is an object here but a leaf in 't[*]'"]);
+        check_conflicts(
+            &[rule("a", ""), rule("a", "")],
+            &["a: exposed path is used by another rule too"],
+        );
+        check_conflicts(
+            &[rule("a", ""), rule("a.b", "")],
+            &["a.b: 'a' is an object here but a leaf in 'a'"],
+        );
+        check_conflicts(
+            &[rule("a.b", ""), rule("a", "")],
+            &["a: 'a' is a leaf here but an object in 'a.b'"],
+        );
+        check_conflicts(
+            &[rule("a[*].b", ""), rule("a.c", "")],
+            &["a.c: 'a' is an object here but an array in 'a[*].b'"],
+        );
+        check_conflicts(
+            &[rule("t[*]", ""), rule("t[*].x", "")],
+            &["t[*].x: 't[*]' is an object here but a leaf in 't[*]'"],
+        );
         check_conflicts(&[rule("x.y", ""), rule("x.z", ""), rule("w[*]", "")], &[]);
     }
 
@@ -758,7 +807,10 @@ mod tests {
     #[test]
     fn canonical_sorts_keys_at_every_level() {
         let v = json!({"b": [{"z": 1, "a": null}], "a": "x"});
-        assert_eq!(&canonical_bytes(&v)[..], br#"{"a":"x","b":[{"a":null,"z":1}]}"#);
+        assert_eq!(
+            &canonical_bytes(&v)[..],
+            br#"{"a":"x","b":[{"a":null,"z":1}]}"#
+        );
         assert_eq!(
             sha256_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

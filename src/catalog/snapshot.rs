@@ -178,7 +178,11 @@ pub struct ClientKey {
 impl Snapshot {
     /// Validates `config` and resolves it. `previous` (the snapshot being replaced) lets
     /// unchanged tools keep their schema version.
-    pub fn build(config: &Config, version: u64, previous: Option<&Snapshot>) -> Result<Snapshot, Report> {
+    pub fn build(
+        config: &Config,
+        version: u64,
+        previous: Option<&Snapshot>,
+    ) -> Result<Snapshot, Report> {
         let validated = validate(config)?;
         let mut report = Report::default();
         let mut tenants = HashMap::with_capacity(config.tenants.len());
@@ -195,7 +199,8 @@ impl Snapshot {
 
             // Each tool once, shared by every client that sees it.
             let mut tools: HashMap<String, Arc<CatalogTool>> = HashMap::new();
-            let mut toolset_tools: Vec<Vec<Arc<CatalogTool>>> = Vec::with_capacity(tenant.toolsets.len());
+            let mut toolset_tools: Vec<Vec<Arc<CatalogTool>>> =
+                Vec::with_capacity(tenant.toolsets.len());
             for (toolset, plans) in tenant.toolsets.iter().zip(tenant_plans) {
                 let toolset_id: Arc<str> = toolset.id.as_str().into();
                 let mut built = Vec::with_capacity(toolset.tools.len());
@@ -252,7 +257,13 @@ impl Snapshot {
                     .assignments
                     .iter()
                     .filter(|a| a.client == app.id)
-                    .filter_map(|a| tenant.toolsets.iter().position(|t| t.id == a.toolset).map(|i| (i, a)))
+                    .filter_map(|a| {
+                        tenant
+                            .toolsets
+                            .iter()
+                            .position(|t| t.id == a.toolset)
+                            .map(|i| (i, a))
+                    })
                     .collect();
                 assigned.sort_by(|a, b| {
                     let id = |i: usize| tenant.toolsets.get(i).map(|t| t.id.as_str());
@@ -261,7 +272,9 @@ impl Snapshot {
                 let mut visible = Vec::new();
                 let mut toolsets = Vec::with_capacity(assigned.len());
                 for (ts_idx, assignment) in assigned {
-                    let (Some(toolset), Some(built)) = (tenant.toolsets.get(ts_idx), toolset_tools.get(ts_idx)) else {
+                    let (Some(toolset), Some(built)) =
+                        (tenant.toolsets.get(ts_idx), toolset_tools.get(ts_idx))
+                    else {
                         continue;
                     };
                     let before = visible.len();
@@ -330,7 +343,8 @@ impl Snapshot {
     /// Whether `discover_tool_schema` is offered to this client: true only when some visible tool
     /// uses Lazy or DataStructureOnly.
     pub fn needs_discovery(&self, tenant: &str, client: &str) -> bool {
-        self.client(tenant, client).is_some_and(|c| c.needs_discovery())
+        self.client(tenant, client)
+            .is_some_and(|c| c.needs_discovery())
     }
 
     /// The listing fingerprint of a client.
@@ -396,7 +410,9 @@ fn client_view(
     if meta_pending {
         list_entries.push(discover::meta_tool_entry());
     }
-    let list_len = 2 + list_entries.iter().map(Bytes::len).sum::<usize>() + list_entries.len().saturating_sub(1);
+    let list_len = 2
+        + list_entries.iter().map(Bytes::len).sum::<usize>()
+        + list_entries.len().saturating_sub(1);
 
     let mut hasher = Sha256::new();
     for entry in &list_entries {
@@ -482,7 +498,12 @@ toolset = "s"
         client.write_tools_list(&mut out);
         assert_eq!(out.len(), client.tools_list_len());
         let list: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        let names: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["alpha", "discover_tool_schema", "zeta"]);
         assert!(snap.needs_discovery("a", "c1"));
         assert!(!snap.needs_discovery("a", "c2"));
@@ -497,16 +518,27 @@ toolset = "s"
     fn schema_versions_carry_over_unchanged_tools() {
         let config = super::super::load::parse(TEXT, "t").unwrap();
         let first = Snapshot::build(&config, 1, None).unwrap();
-        let changed = TEXT.replacen("name = \"zeta\"", "name = \"zeta\"\ndescription = \"new\"", 1);
+        let changed = TEXT.replacen(
+            "name = \"zeta\"",
+            "name = \"zeta\"\ndescription = \"new\"",
+            1,
+        );
         let alpha = "schema_mode = \"lazy\"\ndownstream = { kind = \"rest\", method = \"GET\", url = \"http://h/\" }";
-        let changed = changed.replacen(alpha, &format!("{alpha}\n[[tenant.toolset.tool.input]]\nsource = \"q\"\nexposed = \"q\""), 1);
+        let changed = changed.replacen(
+            alpha,
+            &format!("{alpha}\n[[tenant.toolset.tool.input]]\nsource = \"q\"\nexposed = \"q\""),
+            1,
+        );
         let config = super::super::load::parse(&changed, "t").unwrap();
         let second = Snapshot::build(&config, 2, Some(&first)).unwrap();
         assert_eq!(second.tool("a", "c1", "zeta").unwrap().schema_version, 1);
         assert_eq!(second.tool("a", "c1", "alpha").unwrap().schema_version, 2);
         assert_eq!(
             first.changed_clients(&second),
-            vec![ClientKey { tenant: "a".into(), client: "c1".into() }]
+            vec![ClientKey {
+                tenant: "a".into(),
+                client: "c1".into()
+            }]
         );
     }
 }

@@ -99,9 +99,10 @@ impl Report {
     /// Pushes unless the same problem was already recorded at index `since` or later: the plan
     /// compiler and these checks may see the same fault, which is said once.
     fn push_once(&mut self, since: usize, loc: &Loc, message: String) {
-        let seen = self.problems.get(since..).is_some_and(|recent| {
-            recent.iter().any(|p| p.loc == *loc && p.message == message)
-        });
+        let seen = self
+            .problems
+            .get(since..)
+            .is_some_and(|recent| recent.iter().any(|p| p.loc == *loc && p.message == message));
         if !seen {
             self.push(loc, message);
         }
@@ -190,7 +191,10 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             {
                 report.push(
                     &sloc,
-                    format!("correlation header '{}' is not a valid header name", toolset.correlation.header),
+                    format!(
+                        "correlation header '{}' is not a valid header name",
+                        toolset.correlation.header
+                    ),
                 );
             }
             let mut tool_names = HashSet::new();
@@ -209,7 +213,12 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
         for (n, assignment) in tenant.assignments.iter().enumerate() {
             let aloc = tloc.with(
                 "assignment",
-                format!("#{} ({} → {})", n + 1, assignment.client, assignment.toolset),
+                format!(
+                    "#{} ({} → {})",
+                    n + 1,
+                    assignment.client,
+                    assignment.toolset
+                ),
             );
             if !client_ids.contains(assignment.client.as_str()) {
                 report.push(&aloc, format!("unknown client '{}'", assignment.client));
@@ -218,7 +227,10 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
                 report.push(&aloc, format!("unknown toolset '{}'", assignment.toolset));
             }
             if !pairs.insert((assignment.client.as_str(), assignment.toolset.as_str())) {
-                report.push(&aloc, "the toolset is assigned to this client more than once");
+                report.push(
+                    &aloc,
+                    "the toolset is assigned to this client more than once",
+                );
             }
         }
 
@@ -247,7 +259,11 @@ fn check_id(report: &mut Report, loc: &Loc, what: &str, id: &str) {
 fn check_name_clashes(report: &mut Report, tloc: &Loc, tenant: &super::model::Tenant) {
     let mut by_client: HashMap<&str, Vec<usize>> = HashMap::new();
     for assignment in &tenant.assignments {
-        if let Some(idx) = tenant.toolsets.iter().position(|t| t.id == assignment.toolset) {
+        if let Some(idx) = tenant
+            .toolsets
+            .iter()
+            .position(|t| t.id == assignment.toolset)
+        {
             let list = by_client.entry(assignment.client.as_str()).or_default();
             if !list.contains(&idx) {
                 list.push(idx);
@@ -259,15 +275,20 @@ fn check_name_clashes(report: &mut Report, tloc: &Loc, tenant: &super::model::Te
     let mut reported = BTreeSet::new();
     for client in clients {
         let mut seen: HashMap<&str, usize> = HashMap::new();
-        let Some(toolsets) = by_client.get(*client) else { continue };
+        let Some(toolsets) = by_client.get(*client) else {
+            continue;
+        };
         for &ts_idx in toolsets {
-            let Some(toolset) = tenant.toolsets.get(ts_idx) else { continue };
+            let Some(toolset) = tenant.toolsets.get(ts_idx) else {
+                continue;
+            };
             for tool in toolset.tools.iter().filter(|t| t.published) {
                 match seen.get(tool.name.as_str()) {
                     Some(&other) if other != ts_idx => {
                         let (a, b) = (other.min(ts_idx), other.max(ts_idx));
                         if reported.insert((tool.name.as_str(), a, b)) {
-                            let other_id = tenant.toolsets.get(other).map_or("?", |t| t.id.as_str());
+                            let other_id =
+                                tenant.toolsets.get(other).map_or("?", |t| t.id.as_str());
                             report.push(
                                 &tloc.with("toolset", &toolset.id).with("tool", &tool.name),
                                 format!(
@@ -295,7 +316,10 @@ fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Arc<ToolPlan> {
         );
     }
     if tool.name == DISCOVER_TOOL_NAME {
-        report.push(loc, format!("'{DISCOVER_TOOL_NAME}' is reserved for the schema discovery meta-tool"));
+        report.push(
+            loc,
+            format!("'{DISCOVER_TOOL_NAME}' is reserved for the schema discovery meta-tool"),
+        );
     }
     check_rules(report, loc, "field", &tool.inputs, true);
     check_rules(report, loc, "output field", &tool.outputs, false);
@@ -314,15 +338,28 @@ fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Arc<ToolPlan> {
     }
 }
 
-fn check_rules(report: &mut Report, loc: &Loc, kind: &'static str, rules: &[FieldRule], is_input: bool) {
+fn check_rules(
+    report: &mut Report,
+    loc: &Loc,
+    kind: &'static str,
+    rules: &[FieldRule],
+    is_input: bool,
+) {
     let mut exposed_paths = Vec::with_capacity(rules.len());
     for rule in rules {
         let floc = loc.with(kind, &rule.exposed);
         let exposed = check_path(report, &floc, "exposed", &rule.exposed);
         check_path(report, &floc, "source", &rule.source);
         if let Some(path) = &exposed {
-            if is_input && path.segments().first().is_some_and(|s| matches!(s, super::path::Segment::Key(k) if &**k == DISCOVERY_PLACEHOLDER)) {
-                report.push(&floc, format!("'{DISCOVERY_PLACEHOLDER}' is reserved for lazy schema discovery"));
+            if is_input
+                && path.segments().first().is_some_and(
+                    |s| matches!(s, super::path::Segment::Key(k) if &**k == DISCOVERY_PLACEHOLDER),
+                )
+            {
+                report.push(
+                    &floc,
+                    format!("'{DISCOVERY_PLACEHOLDER}' is reserved for lazy schema discovery"),
+                );
             }
             check_types(report, &floc, rule, path);
         }
@@ -339,12 +376,18 @@ fn check_rules(report: &mut Report, loc: &Loc, kind: &'static str, rules: &[Fiel
 fn check_path(report: &mut Report, loc: &Loc, which: &str, text: &str) -> Option<FieldPath> {
     match FieldPath::parse(text) {
         Ok(path) if path.segments().len() > MAX_PATH_SEGMENTS => {
-            report.push(loc, format!("{which} path has more than {MAX_PATH_SEGMENTS} segments"));
+            report.push(
+                loc,
+                format!("{which} path has more than {MAX_PATH_SEGMENTS} segments"),
+            );
             None
         }
         Ok(path) => Some(path),
         Err(err) => {
-            report.push(loc, format!("{which} path '{text}' is not a valid field path: {err}"));
+            report.push(
+                loc,
+                format!("{which} path '{text}' is not a valid field path: {err}"),
+            );
             None
         }
     }
@@ -355,10 +398,16 @@ fn check_types(report: &mut Report, loc: &Loc, rule: &FieldRule, path: &FieldPat
         if rule.ty != FieldType::Array {
             report.push(
                 loc,
-                format!("'items' is set but the type is '{}', not 'array'", schema::type_name(rule.ty)),
+                format!(
+                    "'items' is set but the type is '{}', not 'array'",
+                    schema::type_name(rule.ty)
+                ),
             );
         } else if items == FieldType::Array {
-            report.push(loc, "'items' cannot be 'array'; write nested arrays as 'path[*][*]'");
+            report.push(
+                loc,
+                "'items' cannot be 'array'; write nested arrays as 'path[*][*]'",
+            );
         }
     }
     let value_type = schema::value_type(rule, path);
@@ -373,7 +422,10 @@ fn check_types(report: &mut Report, loc: &Loc, rule: &FieldRule, path: &FieldPat
             );
         }
         if !matches!(extra, toml::Value::Boolean(_) | toml::Value::Table(_)) {
-            report.push(loc, "'additional_properties' must be a boolean or a table (a JSON Schema)");
+            report.push(
+                loc,
+                "'additional_properties' must be a boolean or a table (a JSON Schema)",
+            );
         } else if has_non_finite(extra) {
             report.push(loc, "'additional_properties' contains a non-finite number");
         }
@@ -382,7 +434,10 @@ fn check_types(report: &mut Report, loc: &Loc, rule: &FieldRule, path: &FieldPat
         if matches!(value_type, FieldType::Object | FieldType::Array) {
             report.push(
                 loc,
-                format!("'enum' is not supported on '{}' values", schema::type_name(value_type)),
+                format!(
+                    "'enum' is not supported on '{}' values",
+                    schema::type_name(value_type)
+                ),
             );
         } else {
             if values.is_empty() {

@@ -29,7 +29,8 @@ impl TempConfig {
     fn new(tag: &str, text: &str) -> Self {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("sluice-catalog-{}-{tag}-{n}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("sluice-catalog-{}-{tag}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("sluice.toml");
         let config = Self { dir, path };
@@ -112,7 +113,10 @@ fn missing_file_is_reported() {
     let mut out = Vec::new();
     assert!(!catalog::check(&fixture("no-such-file.toml"), &mut out));
     let text = String::from_utf8(out).unwrap();
-    assert!(text.starts_with("file '") && text.contains("no-such-file.toml"), "{text}");
+    assert!(
+        text.starts_with("file '") && text.contains("no-such-file.toml"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -173,10 +177,16 @@ toolset = "b"
         ("c1", "", false),
     ];
     for (second, published, ok) in cases {
-        let text = base.replace("SECOND", second).replace("PUBLISHED", published);
+        let text = base
+            .replace("SECOND", second)
+            .replace("PUBLISHED", published);
         let file = TempConfig::new("clash", &text);
         let mut out = Vec::new();
-        assert_eq!(catalog::check(&file.path, &mut out), ok, "{second} {published}");
+        assert_eq!(
+            catalog::check(&file.path, &mut out),
+            ok,
+            "{second} {published}"
+        );
     }
 }
 
@@ -195,19 +205,28 @@ fn visibility_follows_publication_and_assignment() {
             .map(|tool| tool.name.to_string())
             .collect()
     };
-    assert_eq!(visible("acme", "support-bot"), ["create_order", "get_customer"]);
+    assert_eq!(
+        visible("acme", "support-bot"),
+        ["create_order", "get_customer"]
+    );
     assert_eq!(
         visible("acme", "sales-agent"),
         ["create_order", "get_customer", "sales_report"]
     );
     assert!(visible("acme", "auditor").is_empty());
     assert_eq!(visible("globex", "ops.console"), ["list_stock"]);
-    assert!(snapshot.tool("acme", "support-bot", "merge_customers").is_none());
-    assert!(snapshot.tool("acme", "support-bot", "sales_report").is_none());
+    assert!(snapshot
+        .tool("acme", "support-bot", "merge_customers")
+        .is_none());
+    assert!(snapshot
+        .tool("acme", "support-bot", "sales_report")
+        .is_none());
     assert!(snapshot.client("acme", "ops.console").is_none());
     assert!(snapshot.client("initech", "support-bot").is_none());
 
-    let tool = snapshot.tool("acme", "sales-agent", "sales_report").unwrap();
+    let tool = snapshot
+        .tool("acme", "sales-agent", "sales_report")
+        .unwrap();
     assert_eq!(&*tool.toolset, "analytics");
     assert_eq!(tool.schema_version, 1);
 
@@ -215,8 +234,14 @@ fn visibility_follows_publication_and_assignment() {
     assert!(snapshot.needs_discovery("acme", "sales-agent"));
     assert!(!snapshot.needs_discovery("acme", "auditor"));
     assert!(!snapshot.needs_discovery("globex", "ops.console"));
-    assert!(snapshot.client("acme", "auditor").unwrap().log_list_payloads());
-    assert!(!snapshot.client("globex", "ops.console").unwrap().log_list_payloads());
+    assert!(snapshot
+        .client("acme", "auditor")
+        .unwrap()
+        .log_list_payloads());
+    assert!(!snapshot
+        .client("globex", "ops.console")
+        .unwrap()
+        .log_list_payloads());
 }
 
 #[test]
@@ -227,7 +252,11 @@ fn listings_match_the_schema_snapshots() {
             &std::fs::read(fixture(&format!("valid.{tenant}.{client}.tools.json"))).unwrap(),
         )
         .unwrap();
-        assert_eq!(listing(&catalog, tenant, client), expected, "{tenant}/{client}");
+        assert_eq!(
+            listing(&catalog, tenant, client),
+            expected,
+            "{tenant}/{client}"
+        );
     }
     assert_eq!(listing(&catalog, "acme", "auditor"), json!([]));
 }
@@ -238,13 +267,21 @@ fn listing_bytes_are_deterministic_and_sorted_by_name() {
     let second = Catalog::load(&fixture("valid.toml")).unwrap();
     let bytes = |c: &Catalog| {
         let mut out = BytesMut::new();
-        c.current().client("acme", "sales-agent").unwrap().write_tools_list(&mut out);
+        c.current()
+            .client("acme", "sales-agent")
+            .unwrap()
+            .write_tools_list(&mut out);
         out
     };
     assert_eq!(bytes(&first), bytes(&second));
     assert_eq!(
         names(&listing(&first, "acme", "sales-agent")),
-        ["create_order", "discover_tool_schema", "get_customer", "sales_report"]
+        [
+            "create_order",
+            "discover_tool_schema",
+            "get_customer",
+            "sales_report"
+        ]
     );
     assert_eq!(
         first.current().fingerprint("acme", "sales-agent"),
@@ -370,10 +407,20 @@ fn prompt_composition_for_every_assignment_combination() {
                 if custom != "none" {
                     text += &format!("custom_prompt = \"X\"\ncustom_prompt_mode = \"{custom}\"\n");
                 }
-                let chain: Vec<&str> = [default, include.then_some("C")].into_iter().flatten().collect();
+                let chain: Vec<&str> = [default, include.then_some("C")]
+                    .into_iter()
+                    .flatten()
+                    .collect();
                 let want = match custom {
                     "override" => Some("X".to_owned()),
-                    "append" => Some(chain.iter().copied().chain(["X"]).collect::<Vec<_>>().join("\n\n")),
+                    "append" => Some(
+                        chain
+                            .iter()
+                            .copied()
+                            .chain(["X"])
+                            .collect::<Vec<_>>()
+                            .join("\n\n"),
+                    ),
                     _ => (!chain.is_empty()).then(|| chain.join("\n\n")),
                 };
                 expected.push((client, toolset, want));
@@ -386,7 +433,14 @@ fn prompt_composition_for_every_assignment_combination() {
     let got: Vec<Option<String>> = expected
         .iter()
         .map(|(c, s, _)| {
-            snapshot.client("t", c).unwrap().toolset(s).unwrap().prompt.as_deref().map(str::to_owned)
+            snapshot
+                .client("t", c)
+                .unwrap()
+                .toolset(s)
+                .unwrap()
+                .prompt
+                .as_deref()
+                .map(str::to_owned)
         })
         .collect();
     let want: Vec<Option<String>> = expected.iter().map(|(_, _, w)| w.clone()).collect();
@@ -408,7 +462,8 @@ fn discovery_returns_full_schemas_version_and_hash() {
     assert!(input["properties"].get("_schema_discovery").is_none());
     let output: Value = serde_json::from_slice(found.output_schema().unwrap()).unwrap();
     assert_eq!(
-        output["properties"]["rows"]["items"]["properties"]["months"]["items"]["properties"]["total"],
+        output["properties"]["rows"]["items"]["properties"]["months"]["items"]["properties"]
+            ["total"],
         json!({"type": "number"})
     );
     assert_eq!(found.version(), 1);
@@ -487,14 +542,21 @@ async fn readers_see_whole_snapshots_while_reloads_swap() {
             let mut versions_seen = std::collections::BTreeSet::new();
             while !done.load(Ordering::Acquire) || n_reads == 0 {
                 let snapshot = catalog.current();
-                assert!(snapshot.version() >= last_version, "versions went backwards");
+                assert!(
+                    snapshot.version() >= last_version,
+                    "versions went backwards"
+                );
                 last_version = snapshot.version();
                 // Whole: every client of this snapshot lists the same generation.
                 let generation = (snapshot.version() - 1).to_string();
                 for c in 0..4 {
                     let view = snapshot.client("t", &format!("c{c}")).unwrap();
-                    let names: Vec<String> = view.tools().iter().map(|t| t.name.to_string()).collect();
-                    assert_eq!(names, [format!("g{generation}_a"), format!("g{generation}_b")]);
+                    let names: Vec<String> =
+                        view.tools().iter().map(|t| t.name.to_string()).collect();
+                    assert_eq!(
+                        names,
+                        [format!("g{generation}_a"), format!("g{generation}_b")]
+                    );
                     assert!(view.tools().iter().all(|t| t.def.description == generation));
                 }
                 versions_seen.insert(snapshot.version());
@@ -617,11 +679,19 @@ async fn change_signal_names_only_clients_whose_listing_changed() {
         client: c.into(),
     };
     let cases: [(&str, &str, Vec<ClientKey>); 6] = [
-        ("description of a tool in s2", "\"D2\"", vec![key("t", "c2"), key("t", "c3")]),
+        (
+            "description of a tool in s2",
+            "\"D2\"",
+            vec![key("t", "c2"), key("t", "c3")],
+        ),
         ("a prompt only", "\"P1\"", vec![]),
         ("the other tenant", "\"DU\"", vec![key("u", "c1")]),
         ("an unpublished tool", "\"http://h/3\"", vec![]),
-        ("a tool in s1", "\"D1\"", vec![key("t", "c1"), key("t", "c3")]),
+        (
+            "a tool in s1",
+            "\"D1\"",
+            vec![key("t", "c1"), key("t", "c3")],
+        ),
         ("nothing", "\"no such text\"", vec![]),
     ];
     let mut text = SIGNAL_BASE.to_owned();
@@ -644,9 +714,20 @@ async fn change_signal_names_only_clients_whose_listing_changed() {
     // Publishing the draft changes what c2 and c3 see; removing a client names it too.
     text = text.replace("published = false\n", "");
     file.write(&text);
-    assert_eq!(catalog.reload().unwrap().changed, vec![key("t", "c2"), key("t", "c3")]);
-    text = text.replacen("[[tenant.client]]\nid = \"c1\"\n[[tenant.client]]", "[[tenant.client]]", 1);
-    text = text.replacen("[[tenant.assignment]]\nclient = \"c1\"\ntoolset = \"s1\"\n", "", 1);
+    assert_eq!(
+        catalog.reload().unwrap().changed,
+        vec![key("t", "c2"), key("t", "c3")]
+    );
+    text = text.replacen(
+        "[[tenant.client]]\nid = \"c1\"\n[[tenant.client]]",
+        "[[tenant.client]]",
+        1,
+    );
+    text = text.replacen(
+        "[[tenant.assignment]]\nclient = \"c1\"\ntoolset = \"s1\"\n",
+        "",
+        1,
+    );
     file.write(&text);
     assert_eq!(catalog.reload().unwrap().changed, vec![key("t", "c1")]);
 }
@@ -659,7 +740,11 @@ fn schema_version_moves_only_with_the_schema() {
     let text = SIGNAL_BASE.replace("\"D1\"", "\"D1 changed\"");
     file.write(&text);
     catalog.reload().unwrap();
-    assert_eq!(version(&catalog, "one"), 1, "a description is not part of the schema");
+    assert_eq!(
+        version(&catalog, "one"),
+        1,
+        "a description is not part of the schema"
+    );
     let text = text.replace(
         "url = \"http://h/2\" }\n",
         "url = \"http://h/2\" }\n[[tenant.toolset.tool.input]]\nsource = \"q\"\nexposed = \"q\"\nlocation = \"query\"\n",
