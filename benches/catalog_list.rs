@@ -88,6 +88,10 @@ fn bench_catalog_list(c: &mut Criterion) {
         .clone();
     let tools: Vec<_> = config.tenants[0].toolsets[0].tools.clone();
     assert_eq!(client.tools().len(), N_TOOLS);
+    eprintln!(
+        "catalog_list: listing of {N_TOOLS} tools is {} bytes",
+        client.tools_list_len()
+    );
 
     let mut group = c.benchmark_group("catalog_list");
     group.throughput(Throughput::Elements(N_TOOLS as u64));
