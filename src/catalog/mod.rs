@@ -1,7 +1,139 @@
-//! The catalog: configuration model, validation, immutable per-tenant snapshots, schemas.
+//! The catalog: configuration model, validation, immutable snapshots, schemas, discovery.
 //!
-//! Does no IO beyond loading the configuration file.
+//! Loading: [`load::load`] reads `sluice.toml` into the [`model`]; [`validate::validate`] reports
+//! every problem with its location; [`snapshot::Snapshot::build`] resolves a valid configuration
+//! into what requests look up (visible tools, effective prompts, schemas, listing bytes, compiled
+//! plans). [`Catalog`] holds the current snapshot, swaps in a new one on [`Catalog::reload`], and
+//! announces which (tenant, client) listings changed. Does no IO beyond loading the configuration
+//! file; never computes anything per request.
 
+pub mod check;
+pub mod discover;
+pub mod load;
 pub mod model;
 pub mod path;
 pub mod plan;
+pub mod prompt;
+pub mod schema;
+pub mod snapshot;
+pub mod validate;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use tokio::sync::broadcast;
+
+pub use check::check;
+pub use discover::{discover, DiscoverError, Discovery};
+pub use load::{load, LoadError};
+pub use snapshot::{CatalogTool, ClientKey, ClientView, Snapshot, ToolsetView};
+pub use validate::{Problem, Report};
+
+/// How many change sets a slow subscriber may fall behind before it sees
+/// `RecvError::Lagged` (and should then treat every client as changed).
+pub const CHANGE_CHANNEL_CAPACITY: usize = 64;
+
+/// The (tenant, client) listings that changed in one reload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeSet {
+    /// The new snapshot version.
+    pub version: u64,
+    /// Clients whose `tools/list` differs (appeared, disappeared, or changed), sorted.
+    pub changed: Vec<ClientKey>,
+}
+
+/// What a successful reload did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadOutcome {
+    /// The new snapshot version.
+    pub version: u64,
+    /// Clients whose listing changed (the same list that was broadcast).
+    pub changed: Vec<ClientKey>,
+}
+
+/// The live catalog: the current snapshot, replaced atomically.
+#[derive(Debug)]
+pub struct Catalog {
+    /// The file reloads read; `None` for a catalog built from an in-memory configuration.
+    path: Option<PathBuf>,
+    /// The current snapshot. Readers hold the lock only to clone the `Arc`; a reload builds the
+    /// new snapshot outside it and holds the write lock only for the pointer swap, so a reader
+    /// gets a whole old or a whole new snapshot and is never blocked by a build.
+    current: RwLock<Arc<Snapshot>>,
+    /// Serializes reloads so versions increase and each diff is against its predecessor.
+    reloading: Mutex<()>,
+    /// Change sets of successful reloads, for `notifications/tools/list_changed`.
+    changes: broadcast::Sender<Arc<ChangeSet>>,
+}
+
+impl Catalog {
+    /// Loads, validates and resolves the file; version 1.
+    pub fn load(path: &Path) -> Result<Catalog, Report> {
+        let config = load::load(path)?;
+        let mut catalog = Catalog::from_config(&config)?;
+        catalog.path = Some(path.to_owned());
+        Ok(catalog)
+    }
+
+    /// A catalog over an in-memory configuration (tests, benches); [`reload`](Self::reload) is
+    /// not available, [`replace`](Self::replace) is.
+    pub fn from_config(config: &model::Config) -> Result<Catalog, Report> {
+        let snapshot = Snapshot::build(config, 1, None)?;
+        let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
+        Ok(Catalog {
+            path: None,
+            current: RwLock::new(Arc::new(snapshot)),
+            reloading: Mutex::new(()),
+            changes,
+        })
+    }
+
+    /// The current snapshot.
+    pub fn current(&self) -> Arc<Snapshot> {
+        // No code panics while holding this lock, and an `Arc` is always whole: a poisoned lock
+        // still holds a valid snapshot.
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Re-reads the file and swaps in the new snapshot. On any problem the current snapshot
+    /// stays and the report is returned.
+    pub fn reload(&self) -> Result<ReloadOutcome, Report> {
+        let Some(path) = &self.path else {
+            return Err(Report {
+                problems: vec![Problem {
+                    loc: validate::Loc::root(),
+                    message: "this catalog was not loaded from a file".to_owned(),
+                }],
+            });
+        };
+        let config = load::load(path)?;
+        self.replace(&config)
+    }
+
+    /// Swaps in a snapshot of `config` (validated first). On any problem nothing changes.
+    pub fn replace(&self, config: &model::Config) -> Result<ReloadOutcome, Report> {
+        let _reloading = self
+            .reloading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let old = self.current();
+        let new = Arc::new(Snapshot::build(config, old.version() + 1, Some(&old))?);
+        let changed = old.changed_clients(&new);
+        let version = new.version();
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
+        // Nobody listening is fine: no live streams to notify.
+        let _ = self.changes.send(Arc::new(ChangeSet {
+            version,
+            changed: changed.clone(),
+        }));
+        Ok(ReloadOutcome { version, changed })
+    }
+
+    /// Subscribes to the change sets of later reloads.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<ChangeSet>> {
+        self.changes.subscribe()
+    }
+}

@@ -1,0 +1,819 @@
+//! JSON Schema (2020-12) generation from the *exposed* paths of a tool's field rules.
+//!
+//! Owns the path tree (`a.b[*].c` → `a`: object → `b`: array of objects → `c`), the structural
+//! conflicts found while building it (used by `validate`), the three listing modes, and the
+//! canonical JSON form that schema hashes are computed over. Must not know about tenants,
+//! clients or snapshots; never called per request (the snapshot computes everything once).
+//!
+//! Rules of the generated schema:
+//! - The root is always `{"type":"object","properties":{…}}` (with `"properties":{}` for a tool
+//!   without inputs, which strict consumers want), never a `$ref`.
+//! - A `[*]` position is an array whose `items` describe what follows it. A path ending in `[*]`
+//!   (`tags[*]`) is an array of scalars: the element type is the rule's `items` when its `type`
+//!   is `array`, else its `type` (so `type = "integer"` on `ids[*]` means integers).
+//! - A leaf of `type = "array"` has `items` of the rule's `items` type (default `string`).
+//! - `format`, `enum` and `additionalProperties` describe the innermost value (the array items
+//!   for array leaves); `description` describes the property itself.
+//! - `additionalProperties` is the rule's TOML value converted to JSON, otherwise unchanged.
+//! - **Required rule:** a property is listed in its parent's `required` when any rule with
+//!   `required = true` lies at or below it. So a required `a.b[*].c` makes `a` required in the
+//!   root, `b` required in `a`, and `c` required in each item of `b`.
+//! - Objects print their keys in sorted order (canonical form), so output is deterministic and
+//!   the emitted bytes are exactly the bytes that are hashed.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::model::{FieldRule, FieldType, SchemaMode, Tool};
+use super::path::{FieldPath, Segment};
+
+/// Name of the placeholder property of Lazy schemas.
+pub const DISCOVERY_PLACEHOLDER: &str = "_schema_discovery";
+
+/// Name of the meta-tool that returns full schemas.
+pub const DISCOVER_TOOL_NAME: &str = "discover_tool_schema";
+
+/// How much human-readable metadata a generated schema keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Descriptions, formats and enums.
+    Full,
+    /// Structure only: names, nesting, items, additionalProperties, required.
+    StructureOnly,
+}
+
+/// What a position of the path tree is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// An object with named members.
+    Object,
+    /// An array (`[*]`).
+    Array,
+    /// A value described by one rule.
+    Leaf,
+}
+
+impl Shape {
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Object => "an object",
+            Shape::Array => "an array",
+            Shape::Leaf => "a leaf",
+        }
+    }
+}
+
+/// Two rules that cannot both hold in one schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conflict {
+    /// Rule `rule` has the same exposed path as the earlier rule `other`.
+    Duplicate {
+        /// Index of the later rule.
+        rule: usize,
+        /// Index of the earlier rule.
+        other: usize,
+    },
+    /// Rule `rule` needs `at` to be `wanted` but the earlier rule `other` made it `existing`.
+    Structure {
+        /// Index of the later rule.
+        rule: usize,
+        /// Index of the rule that shaped the position first.
+        other: usize,
+        /// The contested path prefix, e.g. `customer.address`.
+        at: String,
+        /// What `rule` needs there.
+        wanted: Shape,
+        /// What it already is.
+        existing: Shape,
+    },
+}
+
+impl Conflict {
+    /// The index of the rule the conflict is reported on (the later one).
+    pub fn rule(&self) -> usize {
+        match self {
+            Conflict::Duplicate { rule, .. } | Conflict::Structure { rule, .. } => *rule,
+        }
+    }
+
+    /// A message naming the other rule by its exposed path.
+    pub fn message(&self, rules: &[FieldRule]) -> String {
+        let exposed = |i: usize| rules.get(i).map_or("?", |r| r.exposed.as_str());
+        match self {
+            Conflict::Duplicate { .. } => "exposed path is used by another rule too".to_owned(),
+            Conflict::Structure {
+                other,
+                at,
+                wanted,
+                existing,
+                ..
+            } => format!(
+                "'{at}' is {} here but {} in '{}'",
+                wanted.name(),
+                existing.name(),
+                exposed(*other)
+            ),
+        }
+    }
+}
+
+// === the path tree ===
+
+#[derive(Debug)]
+struct Node<'a> {
+    /// Index of the rule that created this position (named in conflicts).
+    owner: usize,
+    kind: Kind<'a>,
+}
+
+#[derive(Debug)]
+enum Kind<'a> {
+    Object(Obj<'a>),
+    Array(Box<Node<'a>>),
+    Leaf(&'a FieldRule),
+}
+
+#[derive(Debug, Default)]
+struct Obj<'a> {
+    props: BTreeMap<&'a str, Prop<'a>>,
+}
+
+#[derive(Debug)]
+struct Prop<'a> {
+    node: Node<'a>,
+    /// Some required rule lies at or below this property.
+    required: bool,
+}
+
+impl Kind<'_> {
+    fn shape(&self) -> Shape {
+        match self {
+            Kind::Object(_) => Shape::Object,
+            Kind::Array(_) => Shape::Array,
+            Kind::Leaf(_) => Shape::Leaf,
+        }
+    }
+}
+
+fn wanted_shape(rest: &[Segment]) -> Shape {
+    match rest.first() {
+        None => Shape::Leaf,
+        Some(Segment::Key(_)) => Shape::Object,
+        Some(Segment::Each) => Shape::Array,
+    }
+}
+
+/// The exposed-path tree of a list of rules.
+#[derive(Debug, Default)]
+pub struct Tree<'a> {
+    root: Obj<'a>,
+}
+
+impl<'a> Tree<'a> {
+    /// Builds the tree of `rules` whose paths are given parsed (`None` = unparsable, skipped).
+    /// Returns the tree of the rules that fit plus every conflict.
+    pub fn build(
+        rules: &'a [FieldRule],
+        paths: &'a [Option<FieldPath>],
+    ) -> (Tree<'a>, Vec<Conflict>) {
+        let mut tree = Tree::default();
+        let mut conflicts = Vec::new();
+        for (idx, (rule, path)) in rules.iter().zip(paths).enumerate() {
+            let Some(path) = path else { continue };
+            if let Err(conflict) = insert_obj(&mut tree.root, path.segments(), path, idx, rule) {
+                conflicts.push(conflict);
+            }
+        }
+        (tree, conflicts)
+    }
+
+    /// The object schema of the tree.
+    pub fn to_schema(&self, detail: Detail) -> Value {
+        let mut root = emit_obj(&self.root, detail);
+        if let Value::Object(map) = &mut root {
+            map.entry("properties").or_insert_with(|| json!({}));
+        }
+        root
+    }
+}
+
+fn insert_obj<'a>(
+    obj: &mut Obj<'a>,
+    rest: &'a [Segment],
+    full: &FieldPath,
+    idx: usize,
+    rule: &'a FieldRule,
+) -> Result<(), Conflict> {
+    let Some((Segment::Key(key), tail)) = rest.split_first() else {
+        // The parser guarantees a member name here; a stray `[*]` is reported as a conflict.
+        return Err(structure(full, rest, idx, idx, Shape::Array, Shape::Object));
+    };
+    match obj.props.get_mut(&**key) {
+        None => {
+            obj.props.insert(
+                key,
+                Prop {
+                    node: fresh(tail, idx, rule),
+                    required: rule.required,
+                },
+            );
+            Ok(())
+        }
+        Some(prop) => {
+            insert_node(&mut prop.node, tail, full, idx, rule)?;
+            prop.required |= rule.required;
+            Ok(())
+        }
+    }
+}
+
+fn insert_node<'a>(
+    node: &mut Node<'a>,
+    rest: &'a [Segment],
+    full: &FieldPath,
+    idx: usize,
+    rule: &'a FieldRule,
+) -> Result<(), Conflict> {
+    match (&mut node.kind, rest.split_first()) {
+        (Kind::Leaf(_), None) => Err(Conflict::Duplicate {
+            rule: idx,
+            other: node.owner,
+        }),
+        (Kind::Object(obj), Some((Segment::Key(_), _))) => insert_obj(obj, rest, full, idx, rule),
+        (Kind::Array(inner), Some((Segment::Each, tail))) => {
+            insert_node(inner, tail, full, idx, rule)
+        }
+        (kind, _) => Err(structure(
+            full,
+            rest,
+            idx,
+            node.owner,
+            wanted_shape(rest),
+            kind.shape(),
+        )),
+    }
+}
+
+fn fresh<'a>(rest: &'a [Segment], idx: usize, rule: &'a FieldRule) -> Node<'a> {
+    let kind = match rest.split_first() {
+        None => Kind::Leaf(rule),
+        Some((Segment::Each, tail)) => Kind::Array(Box::new(fresh(tail, idx, rule))),
+        Some((Segment::Key(key), tail)) => {
+            let mut obj = Obj::default();
+            obj.props.insert(
+                key,
+                Prop {
+                    node: fresh(tail, idx, rule),
+                    required: rule.required,
+                },
+            );
+            Kind::Object(obj)
+        }
+    };
+    Node { owner: idx, kind }
+}
+
+fn structure(
+    full: &FieldPath,
+    rest: &[Segment],
+    rule: usize,
+    other: usize,
+    wanted: Shape,
+    existing: Shape,
+) -> Conflict {
+    let taken = full.segments().len().saturating_sub(rest.len());
+    Conflict::Structure {
+        rule,
+        other,
+        at: prefix_text(&full.segments()[..taken]),
+        wanted,
+        existing,
+    }
+}
+
+fn prefix_text(segments: &[Segment]) -> String {
+    let mut out = String::new();
+    for (i, seg) in segments.iter().enumerate() {
+        match seg {
+            Segment::Key(k) => {
+                if i > 0 {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Segment::Each => out.push_str("[*]"),
+        }
+    }
+    out
+}
+
+// === emission ===
+
+fn emit_obj(obj: &Obj<'_>, detail: Detail) -> Value {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (name, prop) in &obj.props {
+        properties.insert((*name).to_owned(), emit_prop(prop, detail));
+        if prop.required {
+            required.push(Value::String((*name).to_owned()));
+        }
+    }
+    let mut map = Map::new();
+    map.insert("type".into(), "object".into());
+    map.insert("properties".into(), Value::Object(properties));
+    if !required.is_empty() {
+        map.insert("required".into(), Value::Array(required));
+    }
+    Value::Object(map)
+}
+
+fn emit_prop(prop: &Prop<'_>, detail: Detail) -> Value {
+    let mut value = emit_node(&prop.node, detail);
+    if detail == Detail::Full {
+        if let (Some(rule), Value::Object(map)) = (described_rule(&prop.node), &mut value) {
+            if let Some(description) = &rule.description {
+                map.insert("description".into(), description.as_str().into());
+            }
+        }
+    }
+    value
+}
+
+/// The rule whose description belongs on this property: its own leaf, or the scalar leaf at the
+/// end of a chain of arrays (`tags[*]`, `matrix[*][*]`).
+fn described_rule<'a>(node: &Node<'a>) -> Option<&'a FieldRule> {
+    match &node.kind {
+        Kind::Leaf(rule) => Some(rule),
+        Kind::Array(inner) => described_rule(inner),
+        Kind::Object(_) => None,
+    }
+}
+
+fn emit_node(node: &Node<'_>, detail: Detail) -> Value {
+    match &node.kind {
+        Kind::Object(obj) => emit_obj(obj, detail),
+        Kind::Array(inner) => {
+            let items = match &inner.kind {
+                Kind::Leaf(rule) => value_schema(element_type(rule), rule, detail),
+                _ => emit_node(inner, detail),
+            };
+            json!({"type": "array", "items": items})
+        }
+        Kind::Leaf(rule) => match rule.ty {
+            FieldType::Array => {
+                let items = value_schema(rule.items.unwrap_or(FieldType::String), rule, detail);
+                json!({"type": "array", "items": items})
+            }
+            ty => value_schema(ty, rule, detail),
+        },
+    }
+}
+
+/// The element type of a path ending in `[*]`.
+pub fn element_type(rule: &FieldRule) -> FieldType {
+    match rule.ty {
+        FieldType::Array => rule.items.unwrap_or(FieldType::String),
+        ty => ty,
+    }
+}
+
+/// The innermost value type of a rule: what `format`, `enum` and `additionalProperties` describe.
+pub fn value_type(rule: &FieldRule, path: &FieldPath) -> FieldType {
+    if path.is_array_leaf() {
+        element_type(rule)
+    } else {
+        match rule.ty {
+            FieldType::Array => rule.items.unwrap_or(FieldType::String),
+            ty => ty,
+        }
+    }
+}
+
+fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail) -> Value {
+    let mut map = Map::new();
+    map.insert("type".into(), type_name(ty).into());
+    if ty == FieldType::Array {
+        // Only reachable when `items = "array"`, which validation refuses; stay well-formed.
+        map.insert("items".into(), json!({"type": "string"}));
+    }
+    if ty == FieldType::Object {
+        if let Some(extra) = &rule.additional_properties {
+            map.insert("additionalProperties".into(), toml_to_json(extra));
+        }
+    }
+    if detail == Detail::Full {
+        if let Some(format) = &rule.format {
+            map.insert("format".into(), format.as_str().into());
+        }
+        if let Some(values) = &rule.enum_values {
+            map.insert(
+                "enum".into(),
+                Value::Array(values.iter().map(toml_to_json).collect()),
+            );
+        }
+    }
+    Value::Object(map)
+}
+
+/// The JSON Schema name of a field type.
+pub fn type_name(ty: FieldType) -> &'static str {
+    match ty {
+        FieldType::String => "string",
+        FieldType::Integer => "integer",
+        FieldType::Number => "number",
+        FieldType::Boolean => "boolean",
+        FieldType::Object => "object",
+        FieldType::Array => "array",
+    }
+}
+
+/// Converts a TOML value to JSON. Datetimes become their RFC 3339 text; non-finite floats (which
+/// JSON cannot carry, and validation refuses) become `null`.
+pub fn toml_to_json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::String(s.clone()),
+        toml::Value::Integer(i) => Value::from(*i),
+        toml::Value::Float(f) => {
+            serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
+        }
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
+        toml::Value::Table(table) => Value::Object(
+            table
+                .iter()
+                .map(|(k, v)| (k.clone(), toml_to_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+// === canonical JSON ===
+
+/// Writes `value` compactly with object keys in sorted (byte) order, whatever the map type.
+pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push(b'{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_scalar(&Value::String(key.clone()), out);
+                out.push(b':');
+                if let Some(v) = map.get(key) {
+                    write_canonical(v, out);
+                }
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+fn write_scalar(value: &Value, out: &mut Vec<u8>) {
+    // Serializing a scalar `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// The canonical bytes of a value.
+pub fn canonical_bytes(value: &Value) -> Bytes {
+    let mut out = Vec::with_capacity(256);
+    write_canonical(value, &mut out);
+    Bytes::from(out)
+}
+
+/// Lower-case hex SHA-256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+// === per-tool schemas ===
+
+/// A tool's schemas whose structure does not hold together (validation reports these first).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool '{tool}': field rules do not form one schema")]
+pub struct SchemaError {
+    /// The tool.
+    pub tool: String,
+}
+
+/// Every schema of one tool, serialized once.
+#[derive(Debug, Clone)]
+pub struct ToolSchemas {
+    /// The full input schema, canonical bytes (what discovery returns and the hash covers).
+    pub input_full: Bytes,
+    /// The input schema shown in listings for the tool's mode (same bytes as `input_full` in
+    /// Full mode).
+    pub input_listed: Bytes,
+    /// The full output schema, when the tool has output rules.
+    pub output_full: Option<Bytes>,
+    /// The output schema shown in listings: full or structure-only per mode; `None` in Lazy mode
+    /// (discovery returns it).
+    pub output_listed: Option<Bytes>,
+    /// Lower-case hex SHA-256 of `input_full`.
+    pub hash: String,
+}
+
+/// Parses the exposed paths of rules (`None` for unparsable ones).
+pub fn parse_exposed(rules: &[FieldRule]) -> Vec<Option<FieldPath>> {
+    rules
+        .iter()
+        .map(|r| FieldPath::parse(&r.exposed).ok())
+        .collect()
+}
+
+/// The input schema of a tool at a level of detail (`None` when its rules conflict).
+pub fn input_schema(tool: &Tool, detail: Detail) -> Option<Value> {
+    rules_schema(&tool.inputs, detail)
+}
+
+/// The output schema of a tool at a level of detail; `None` when it has no output rules or
+/// they conflict.
+pub fn output_schema(tool: &Tool, detail: Detail) -> Option<Value> {
+    if tool.outputs.is_empty() {
+        return None;
+    }
+    rules_schema(&tool.outputs, detail)
+}
+
+fn rules_schema(rules: &[FieldRule], detail: Detail) -> Option<Value> {
+    let paths = parse_exposed(rules);
+    if paths.iter().any(Option::is_none) {
+        return None;
+    }
+    let (tree, conflicts) = Tree::build(rules, &paths);
+    conflicts.is_empty().then(|| tree.to_schema(detail))
+}
+
+/// The Lazy listing schema: only the required `_schema_discovery` placeholder.
+pub fn lazy_schema(tool_name: &str) -> Value {
+    let description = format!(
+        "This tool's parameters are not listed. Before the first call, call {DISCOVER_TOOL_NAME} \
+         with {{\"tool_id\": \"{tool_name}\"}} to get the full input schema, then call this tool \
+         with the arguments it describes. A call whose only argument is {DISCOVERY_PLACEHOLDER} is \
+         refused."
+    );
+    json!({
+        "type": "object",
+        "properties": {
+            DISCOVERY_PLACEHOLDER: {"type": "boolean", "description": description}
+        },
+        "required": [DISCOVERY_PLACEHOLDER]
+    })
+}
+
+/// Generates every schema of a tool, once.
+pub fn generate(tool: &Tool) -> Result<ToolSchemas, SchemaError> {
+    let err = || SchemaError {
+        tool: tool.name.clone(),
+    };
+    let input_full = canonical_bytes(&input_schema(tool, Detail::Full).ok_or_else(err)?);
+    let input_listed = match tool.schema_mode {
+        SchemaMode::Full => input_full.clone(),
+        SchemaMode::DataStructureOnly => {
+            canonical_bytes(&input_schema(tool, Detail::StructureOnly).ok_or_else(err)?)
+        }
+        SchemaMode::Lazy => canonical_bytes(&lazy_schema(&tool.name)),
+    };
+    let (output_full, output_listed) = if tool.outputs.is_empty() {
+        (None, None)
+    } else {
+        let full = canonical_bytes(&output_schema(tool, Detail::Full).ok_or_else(err)?);
+        let listed = match tool.schema_mode {
+            SchemaMode::Full => Some(full.clone()),
+            SchemaMode::DataStructureOnly => Some(canonical_bytes(
+                &output_schema(tool, Detail::StructureOnly).ok_or_else(err)?,
+            )),
+            SchemaMode::Lazy => None,
+        };
+        (Some(full), listed)
+    };
+    let hash = sha256_hex(&input_full);
+    Ok(ToolSchemas {
+        input_full,
+        input_listed,
+        output_full,
+        output_listed,
+        hash,
+    })
+}
+
+/// The `tools/list` entry of a tool: `{"name","description","inputSchema"[,"outputSchema"]}`.
+pub fn list_entry(name: &str, description: &str, input: &[u8], output: Option<&[u8]>) -> Bytes {
+    let mut out = Vec::with_capacity(name.len() + description.len() + input.len() + 64);
+    out.extend_from_slice(b"{\"name\":");
+    write_scalar(&Value::String(name.to_owned()), &mut out);
+    out.extend_from_slice(b",\"description\":");
+    write_scalar(&Value::String(description.to_owned()), &mut out);
+    out.extend_from_slice(b",\"inputSchema\":");
+    out.extend_from_slice(input);
+    if let Some(output) = output {
+        out.extend_from_slice(b",\"outputSchema\":");
+        out.extend_from_slice(output);
+    }
+    out.push(b'}');
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(exposed: &str, spec: &str) -> FieldRule {
+        let text = format!("source = \"x\"\nexposed = \"{exposed}\"\n{spec}");
+        toml::from_str(&text).unwrap()
+    }
+
+    /// Checks the schema (compact canonical JSON) of `rules` at `detail`.
+    fn check(rules: &[FieldRule], detail: Detail, expected: &str) {
+        let got = rules_schema(rules, detail)
+            .map(|v| String::from_utf8(canonical_bytes(&v).to_vec()).unwrap());
+        assert_eq!(got.as_deref(), Some(expected));
+    }
+
+    fn check_conflicts(rules: &[FieldRule], expected: &[&str]) {
+        let paths = parse_exposed(rules);
+        let (_, conflicts) = Tree::build(rules, &paths);
+        let got: Vec<String> = conflicts
+            .iter()
+            .map(|c| format!("{}: {}", rules[c.rule()].exposed, c.message(rules)))
+            .collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn empty_inputs_give_empty_properties() {
+        check(&[], Detail::Full, r#"{"properties":{},"type":"object"}"#);
+    }
+
+    #[test]
+    fn scalars_and_full_metadata() {
+        check(
+            &[rule("id", "type = \"integer\"\nrequired = true\ndescription = \"The id\"\nformat = \"int64\"\nenum = [1, 2]")],
+            Detail::Full,
+            r#"{"properties":{"id":{"description":"The id","enum":[1,2],"format":"int64","type":"integer"}},"required":["id"],"type":"object"}"#,
+        );
+        check(
+            &[rule("id", "type = \"integer\"\nrequired = true\ndescription = \"The id\"\nformat = \"int64\"\nenum = [1, 2]")],
+            Detail::StructureOnly,
+            r#"{"properties":{"id":{"type":"integer"}},"required":["id"],"type":"object"}"#,
+        );
+    }
+
+    #[test]
+    fn nested_objects_and_required_propagation() {
+        check(
+            &[
+                rule("customer.name", "required = true"),
+                rule("customer.address.city", ""),
+                rule("note", ""),
+            ],
+            Detail::StructureOnly,
+            concat!(
+                r#"{"properties":{"customer":{"properties":{"address":{"properties":{"city":{"type":"string"}},"type":"object"},"#,
+                r#""name":{"type":"string"}},"required":["name"],"type":"object"},"note":{"type":"string"}},"required":["customer"],"type":"object"}"#
+            ),
+        );
+    }
+
+    #[test]
+    fn arrays_of_objects_and_scalars() {
+        check(
+            &[
+                rule(
+                    "orders[*].lines[*].sku",
+                    "required = true\ndescription = \"SKU\"",
+                ),
+                rule("orders[*].lines[*].qty", "type = \"integer\""),
+                rule("tags[*]", "description = \"Tags\"\nenum = [\"a\", \"b\"]"),
+                rule("ids[*]", "type = \"array\"\nitems = \"integer\""),
+                rule("scores[*]", "type = \"number\""),
+                rule("matrix[*][*]", "type = \"integer\""),
+            ],
+            Detail::Full,
+            concat!(
+                r#"{"properties":{"ids":{"items":{"type":"integer"},"type":"array"},"#,
+                r#""matrix":{"items":{"items":{"type":"integer"},"type":"array"},"type":"array"},"#,
+                r#""orders":{"items":{"properties":{"lines":{"items":{"properties":{"qty":{"type":"integer"},"sku":{"description":"SKU","type":"string"}},"required":["sku"],"type":"object"},"type":"array"}},"required":["lines"],"type":"object"},"type":"array"},"#,
+                r#""scores":{"items":{"type":"number"},"type":"array"},"#,
+                r#""tags":{"description":"Tags","items":{"enum":["a","b"],"type":"string"},"type":"array"}},"#,
+                r#""required":["orders"],"type":"object"}"#
+            ),
+        );
+    }
+
+    #[test]
+    fn array_leaves_default_to_string_items() {
+        check(
+            &[rule("labels", "type = \"array\"\nformat = \"email\"")],
+            Detail::Full,
+            r#"{"properties":{"labels":{"items":{"format":"email","type":"string"},"type":"array"}},"type":"object"}"#,
+        );
+        check(
+            &[rule("labels", "type = \"array\"")],
+            Detail::StructureOnly,
+            r#"{"properties":{"labels":{"items":{"type":"string"},"type":"array"}},"type":"object"}"#,
+        );
+    }
+
+    #[test]
+    fn additional_properties_pass_through_in_both_modes() {
+        let r = rule("attrs", "type = \"object\"\ndescription = \"d\"\nadditional_properties = { type = \"string\", maxLength = 8 }");
+        check(
+            std::slice::from_ref(&r),
+            Detail::Full,
+            r#"{"properties":{"attrs":{"additionalProperties":{"maxLength":8,"type":"string"},"description":"d","type":"object"}},"type":"object"}"#,
+        );
+        check(
+            std::slice::from_ref(&r),
+            Detail::StructureOnly,
+            r#"{"properties":{"attrs":{"additionalProperties":{"maxLength":8,"type":"string"},"type":"object"}},"type":"object"}"#,
+        );
+        check(
+            &[rule(
+                "m",
+                "type = \"object\"\nadditional_properties = false",
+            )],
+            Detail::StructureOnly,
+            r#"{"properties":{"m":{"additionalProperties":false,"type":"object"}},"type":"object"}"#,
+        );
+    }
+
+    #[test]
+    fn conflicts_are_found_and_named() {
+        check_conflicts(
+            &[rule("a", ""), rule("a", "")],
+            &["a: exposed path is used by another rule too"],
+        );
+        check_conflicts(
+            &[rule("a", ""), rule("a.b", "")],
+            &["a.b: 'a' is an object here but a leaf in 'a'"],
+        );
+        check_conflicts(
+            &[rule("a.b", ""), rule("a", "")],
+            &["a: 'a' is a leaf here but an object in 'a.b'"],
+        );
+        check_conflicts(
+            &[rule("a[*].b", ""), rule("a.c", "")],
+            &["a.c: 'a' is an object here but an array in 'a[*].b'"],
+        );
+        check_conflicts(
+            &[rule("t[*]", ""), rule("t[*].x", "")],
+            &["t[*].x: 't[*]' is an object here but a leaf in 't[*]'"],
+        );
+        check_conflicts(&[rule("x.y", ""), rule("x.z", ""), rule("w[*]", "")], &[]);
+    }
+
+    #[test]
+    fn lazy_and_entries() {
+        let tool: Tool = toml::from_str(
+            "name = \"t\"\nschema_mode = \"lazy\"\ndownstream = { kind = \"rest\", method = \"GET\", url = \"http://h/\" }\n[[input]]\nsource = \"a\"\nexposed = \"a\"\n[[output]]\nsource = \"b\"\nexposed = \"b\"\n",
+        )
+        .unwrap();
+        let schemas = generate(&tool).unwrap();
+        let listed: Value = serde_json::from_slice(&schemas.input_listed).unwrap();
+        assert_eq!(listed["required"], json!([DISCOVERY_PLACEHOLDER]));
+        assert_eq!(listed["properties"].as_object().map(Map::len), Some(1));
+        assert!(schemas.output_listed.is_none());
+        assert!(schemas.output_full.is_some());
+        assert_eq!(schemas.hash, sha256_hex(&schemas.input_full));
+        assert_eq!(schemas.hash.len(), 64);
+        let entry = list_entry("t", "q\"d", b"{}", Some(b"{\"type\":\"object\"}"));
+        assert_eq!(&entry[..], br#"{"name":"t","description":"q\"d","inputSchema":{},"outputSchema":{"type":"object"}}"#);
+    }
+
+    #[test]
+    fn canonical_sorts_keys_at_every_level() {
+        let v = json!({"b": [{"z": 1, "a": null}], "a": "x"});
+        assert_eq!(
+            &canonical_bytes(&v)[..],
+            br#"{"a":"x","b":[{"a":null,"z":1}]}"#
+        );
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,564 @@
+//! Validation of a parsed configuration: every problem, each with its location.
+//!
+//! Owns the meaning checks (ids, names, references, field rules, schema structure) and runs
+//! `ToolPlan::compile` for every tool, keeping the compiled plans so the snapshot never compiles
+//! twice. Must not build snapshots or do IO. Problems read
+//! `tenant 'acme' / toolset 'crm' / tool 'get_customer' / field 'client.id': …`.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use super::load::LoadError;
+use super::model::{Config, FieldRule, FieldType, Tool};
+use super::path::FieldPath;
+use super::plan::ToolPlan;
+use super::schema::{self, Tree, DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME};
+
+/// Most segments a field path may have. Deeper paths are refused (they would only make schemas
+/// and translation recurse deeper).
+pub const MAX_PATH_SEGMENTS: usize = 32;
+
+/// Longest tenant, client or toolset id (path-segment rule `[A-Za-z0-9._-]{1,64}`).
+pub const MAX_ID_LEN: usize = 64;
+
+/// Longest tool name (MCP rule `[A-Za-z0-9_.-]{1,128}`).
+pub const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// Where a problem is: a chain of `kind 'name'` steps from the file down.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Loc {
+    steps: Vec<(&'static str, String)>,
+}
+
+impl Loc {
+    /// The empty location (the whole file).
+    pub fn root() -> Self {
+        Self::default()
+    }
+
+    /// This location extended by one step, e.g. `.with("tenant", "acme")`.
+    pub fn with(&self, kind: &'static str, name: impl Into<String>) -> Self {
+        let mut steps = self.steps.clone();
+        steps.push((kind, name.into()));
+        Self { steps }
+    }
+
+    /// The steps, outermost first.
+    pub fn steps(&self) -> &[(&'static str, String)] {
+        &self.steps
+    }
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (kind, name)) in self.steps.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" / ")?;
+            }
+            write!(f, "{kind} '{name}'")?;
+        }
+        Ok(())
+    }
+}
+
+/// One problem of a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Problem {
+    /// Where.
+    pub loc: Loc,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.loc.steps.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.loc, self.message)
+        }
+    }
+}
+
+/// Every problem found in a configuration (never empty when returned as an error).
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+pub struct Report {
+    /// The problems, in file order.
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    fn push(&mut self, loc: &Loc, message: impl Into<String>) {
+        self.problems.push(Problem {
+            loc: loc.clone(),
+            message: message.into(),
+        });
+    }
+
+    /// Pushes unless the same problem was already recorded at index `since` or later: the plan
+    /// compiler and these checks may see the same fault, which is said once.
+    fn push_once(&mut self, since: usize, loc: &Loc, message: String) {
+        let seen = self
+            .problems
+            .get(since..)
+            .is_some_and(|recent| recent.iter().any(|p| p.loc == *loc && p.message == message));
+        if !seen {
+            self.push(loc, message);
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    /// One problem per line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, problem) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl From<LoadError> for Report {
+    fn from(err: LoadError) -> Self {
+        Report {
+            problems: vec![Problem {
+                loc: Loc::root(),
+                message: err.to_string(),
+            }],
+        }
+    }
+}
+
+/// A configuration that passed validation, with every tool's compiled plan.
+#[derive(Debug)]
+pub struct Validated {
+    /// `plans[tenant][toolset][tool]`, in file order.
+    pub plans: Vec<Vec<Vec<Arc<ToolPlan>>>>,
+}
+
+/// Whether `id` is a valid tenant/client/toolset id: `[A-Za-z0-9._-]{1,64}`.
+pub fn is_valid_id(id: &str) -> bool {
+    (1..=MAX_ID_LEN).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Whether `name` is a valid tool name: `[A-Za-z0-9_.-]{1,128}`.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Checks a configuration and compiles every tool's plan; on failure, reports every problem.
+pub fn validate(config: &Config) -> Result<Validated, Report> {
+    let mut report = Report::default();
+    let mut plans = Vec::with_capacity(config.tenants.len());
+
+    let mut tenant_ids = HashSet::new();
+    for tenant in &config.tenants {
+        let tloc = Loc::root().with("tenant", &tenant.id);
+        check_id(&mut report, &tloc, "tenant", &tenant.id);
+        if !tenant_ids.insert(tenant.id.as_str()) {
+            report.push(&tloc, "duplicate tenant id");
+        }
+
+        let mut client_ids = HashSet::new();
+        for client in &tenant.clients {
+            let cloc = tloc.with("client", &client.id);
+            check_id(&mut report, &cloc, "client", &client.id);
+            if !client_ids.insert(client.id.as_str()) {
+                report.push(&cloc, "duplicate client id");
+            }
+        }
+
+        let mut toolset_ids = HashSet::new();
+        let mut tenant_plans = Vec::with_capacity(tenant.toolsets.len());
+        for toolset in &tenant.toolsets {
+            let sloc = tloc.with("toolset", &toolset.id);
+            check_id(&mut report, &sloc, "toolset", &toolset.id);
+            if !toolset_ids.insert(toolset.id.as_str()) {
+                report.push(&sloc, "duplicate toolset id");
+            }
+            if toolset.correlation.header.is_empty()
+                || http::HeaderName::from_bytes(toolset.correlation.header.as_bytes()).is_err()
+            {
+                report.push(
+                    &sloc,
+                    format!(
+                        "correlation header '{}' is not a valid header name",
+                        toolset.correlation.header
+                    ),
+                );
+            }
+            let mut tool_names = HashSet::new();
+            let mut toolset_plans = Vec::with_capacity(toolset.tools.len());
+            for tool in &toolset.tools {
+                let loc = sloc.with("tool", &tool.name);
+                if !tool_names.insert(tool.name.as_str()) {
+                    report.push(&loc, "duplicate tool name in this toolset");
+                }
+                toolset_plans.push(check_tool(&mut report, &loc, tool));
+            }
+            tenant_plans.push(toolset_plans);
+        }
+
+        let mut pairs = HashSet::new();
+        for (n, assignment) in tenant.assignments.iter().enumerate() {
+            let aloc = tloc.with(
+                "assignment",
+                format!(
+                    "#{} ({} → {})",
+                    n + 1,
+                    assignment.client,
+                    assignment.toolset
+                ),
+            );
+            if !client_ids.contains(assignment.client.as_str()) {
+                report.push(&aloc, format!("unknown client '{}'", assignment.client));
+            }
+            if !toolset_ids.contains(assignment.toolset.as_str()) {
+                report.push(&aloc, format!("unknown toolset '{}'", assignment.toolset));
+            }
+            if !pairs.insert((assignment.client.as_str(), assignment.toolset.as_str())) {
+                report.push(
+                    &aloc,
+                    "the toolset is assigned to this client more than once",
+                );
+            }
+        }
+
+        check_name_clashes(&mut report, &tloc, tenant);
+        plans.push(tenant_plans);
+    }
+
+    if report.problems.is_empty() {
+        Ok(Validated { plans })
+    } else {
+        Err(report)
+    }
+}
+
+fn check_id(report: &mut Report, loc: &Loc, what: &str, id: &str) {
+    if !is_valid_id(id) {
+        report.push(
+            loc,
+            format!("{what} id must be 1–{MAX_ID_LEN} characters from [A-Za-z0-9._-]"),
+        );
+    }
+}
+
+/// Published tools of two toolsets assigned to the same client must not share a name: the client
+/// would see two tools called the same. (Unpublished tools are invisible, so they may.)
+fn check_name_clashes(report: &mut Report, tloc: &Loc, tenant: &super::model::Tenant) {
+    let mut by_client: HashMap<&str, Vec<usize>> = HashMap::new();
+    for assignment in &tenant.assignments {
+        if let Some(idx) = tenant
+            .toolsets
+            .iter()
+            .position(|t| t.id == assignment.toolset)
+        {
+            let list = by_client.entry(assignment.client.as_str()).or_default();
+            if !list.contains(&idx) {
+                list.push(idx);
+            }
+        }
+    }
+    let mut clients: Vec<&&str> = by_client.keys().collect();
+    clients.sort();
+    let mut reported = BTreeSet::new();
+    for client in clients {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let Some(toolsets) = by_client.get(*client) else {
+            continue;
+        };
+        for &ts_idx in toolsets {
+            let Some(toolset) = tenant.toolsets.get(ts_idx) else {
+                continue;
+            };
+            for tool in toolset.tools.iter().filter(|t| t.published) {
+                match seen.get(tool.name.as_str()) {
+                    Some(&other) if other != ts_idx => {
+                        let (a, b) = (other.min(ts_idx), other.max(ts_idx));
+                        if reported.insert((tool.name.as_str(), a, b)) {
+                            let other_id =
+                                tenant.toolsets.get(other).map_or("?", |t| t.id.as_str());
+                            report.push(
+                                &tloc.with("toolset", &toolset.id).with("tool", &tool.name),
+                                format!(
+                                    "tool name is also published by toolset '{other_id}'; both are assigned to client '{client}'"
+                                ),
+                            );
+                        }
+                    }
+                    Some(_) => {}
+                    None => {
+                        seen.insert(tool.name.as_str(), ts_idx);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Arc<ToolPlan> {
+    let since = report.problems.len();
+    if !is_valid_tool_name(&tool.name) {
+        report.push(
+            loc,
+            format!("tool name must be 1–{MAX_TOOL_NAME_LEN} characters from [A-Za-z0-9_.-]"),
+        );
+    }
+    if tool.name == DISCOVER_TOOL_NAME {
+        report.push(
+            loc,
+            format!("'{DISCOVER_TOOL_NAME}' is reserved for the schema discovery meta-tool"),
+        );
+    }
+    check_rules(report, loc, "field", &tool.inputs, true);
+    check_rules(report, loc, "output field", &tool.outputs, false);
+    match ToolPlan::compile(tool) {
+        Ok(plan) => Arc::new(plan),
+        Err(problems) => {
+            for problem in problems {
+                let at = match &problem.field {
+                    Some(field) => loc.with("field", field),
+                    None => loc.clone(),
+                };
+                report.push_once(since, &at, problem.message);
+            }
+            Arc::new(ToolPlan::default())
+        }
+    }
+}
+
+fn check_rules(
+    report: &mut Report,
+    loc: &Loc,
+    kind: &'static str,
+    rules: &[FieldRule],
+    is_input: bool,
+) {
+    let mut exposed_paths = Vec::with_capacity(rules.len());
+    for rule in rules {
+        let floc = loc.with(kind, &rule.exposed);
+        let exposed = check_path(report, &floc, "exposed", &rule.exposed);
+        check_path(report, &floc, "source", &rule.source);
+        if let Some(path) = &exposed {
+            if is_input
+                && path.segments().first().is_some_and(
+                    |s| matches!(s, super::path::Segment::Key(k) if &**k == DISCOVERY_PLACEHOLDER),
+                )
+            {
+                report.push(
+                    &floc,
+                    format!("'{DISCOVERY_PLACEHOLDER}' is reserved for lazy schema discovery"),
+                );
+            }
+            check_types(report, &floc, rule, path);
+        }
+        exposed_paths.push(exposed);
+    }
+    let (_, conflicts) = Tree::build(rules, &exposed_paths);
+    for conflict in conflicts {
+        if let Some(rule) = rules.get(conflict.rule()) {
+            report.push(&loc.with(kind, &rule.exposed), conflict.message(rules));
+        }
+    }
+}
+
+fn check_path(report: &mut Report, loc: &Loc, which: &str, text: &str) -> Option<FieldPath> {
+    match FieldPath::parse(text) {
+        Ok(path) if path.segments().len() > MAX_PATH_SEGMENTS => {
+            report.push(
+                loc,
+                format!("{which} path has more than {MAX_PATH_SEGMENTS} segments"),
+            );
+            None
+        }
+        Ok(path) => Some(path),
+        Err(err) => {
+            report.push(
+                loc,
+                format!("{which} path '{text}' is not a valid field path: {err}"),
+            );
+            None
+        }
+    }
+}
+
+fn check_types(report: &mut Report, loc: &Loc, rule: &FieldRule, path: &FieldPath) {
+    if let Some(items) = rule.items {
+        if rule.ty != FieldType::Array {
+            report.push(
+                loc,
+                format!(
+                    "'items' is set but the type is '{}', not 'array'",
+                    schema::type_name(rule.ty)
+                ),
+            );
+        } else if items == FieldType::Array {
+            report.push(
+                loc,
+                "'items' cannot be 'array'; write nested arrays as 'path[*][*]'",
+            );
+        }
+    }
+    let value_type = schema::value_type(rule, path);
+    if let Some(extra) = &rule.additional_properties {
+        if value_type != FieldType::Object {
+            report.push(
+                loc,
+                format!(
+                    "'additional_properties' needs an object field, but the value type is '{}'",
+                    schema::type_name(value_type)
+                ),
+            );
+        }
+        if !matches!(extra, toml::Value::Boolean(_) | toml::Value::Table(_)) {
+            report.push(
+                loc,
+                "'additional_properties' must be a boolean or a table (a JSON Schema)",
+            );
+        } else if has_non_finite(extra) {
+            report.push(loc, "'additional_properties' contains a non-finite number");
+        }
+    }
+    if let Some(values) = &rule.enum_values {
+        if matches!(value_type, FieldType::Object | FieldType::Array) {
+            report.push(
+                loc,
+                format!(
+                    "'enum' is not supported on '{}' values",
+                    schema::type_name(value_type)
+                ),
+            );
+        } else {
+            if values.is_empty() {
+                report.push(loc, "'enum' is empty: no value could ever be accepted");
+            }
+            for value in values {
+                if !enum_value_fits(value, value_type) {
+                    report.push(
+                        loc,
+                        format!(
+                            "enum value {value} is not of type '{}'",
+                            schema::type_name(value_type)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn enum_value_fits(value: &toml::Value, ty: FieldType) -> bool {
+    match (ty, value) {
+        (FieldType::String, toml::Value::String(_)) => true,
+        (FieldType::Integer, toml::Value::Integer(_)) => true,
+        (FieldType::Number, toml::Value::Integer(_)) => true,
+        (FieldType::Number, toml::Value::Float(f)) => f.is_finite(),
+        (FieldType::Boolean, toml::Value::Boolean(_)) => true,
+        _ => false,
+    }
+}
+
+fn has_non_finite(value: &toml::Value) -> bool {
+    match value {
+        toml::Value::Float(f) => !f.is_finite(),
+        toml::Value::Array(items) => items.iter().any(has_non_finite),
+        toml::Value::Table(table) => table.values().any(has_non_finite),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+[[tenant]]
+id = "acme"
+[[tenant.client]]
+id = "bot"
+[[tenant.toolset]]
+id = "crm"
+"#;
+
+    /// Validates BASE + `extra` and compares the report lines.
+    fn check(extra: &str, expected: &[&str]) {
+        let config = super::super::load::parse(&format!("{BASE}{extra}"), "t").unwrap();
+        let got = match validate(&config) {
+            Ok(_) => Vec::new(),
+            Err(report) => report.problems.iter().map(ToString::to_string).collect(),
+        };
+        assert_eq!(got, expected);
+    }
+
+    const TOOL: &str = "[[tenant.toolset.tool]]\nname = \"t\"\ndownstream = { kind = \"rest\", method = \"GET\", url = \"http://h/x\" }\n";
+
+    #[test]
+    fn ids_and_names() {
+        assert!(is_valid_id("a.b_c-9"));
+        assert!(!is_valid_id(""));
+        assert!(!is_valid_id("a/b"));
+        assert!(!is_valid_id(&"a".repeat(65)));
+        assert!(is_valid_tool_name(&"a".repeat(128)));
+        assert!(!is_valid_tool_name(&"a".repeat(129)));
+        assert!(!is_valid_tool_name("a b"));
+    }
+
+    #[test]
+    fn valid_minimal() {
+        check("", &[]);
+        check(TOOL, &[]);
+    }
+
+    #[test]
+    fn field_rule_problems() {
+        check(
+            &format!("{TOOL}[[tenant.toolset.tool.input]]\nsource = \"a\"\nexposed = \"a\"\ntype = \"string\"\nitems = \"integer\"\n"),
+            &["tenant 'acme' / toolset 'crm' / tool 't' / field 'a': 'items' is set but the type is 'string', not 'array'"],
+        );
+        check(
+            &format!("{TOOL}[[tenant.toolset.tool.input]]\nsource = \"a\"\nexposed = \"a\"\ntype = \"integer\"\nenum = [1, \"x\", 2.5]\n"),
+            &[
+                "tenant 'acme' / toolset 'crm' / tool 't' / field 'a': enum value \"x\" is not of type 'integer'",
+                "tenant 'acme' / toolset 'crm' / tool 't' / field 'a': enum value 2.5 is not of type 'integer'",
+            ],
+        );
+        check(
+            &format!("{TOOL}[[tenant.toolset.tool.output]]\nsource = \"a\"\nexposed = \"a..b\"\n"),
+            &["tenant 'acme' / toolset 'crm' / tool 't' / output field 'a..b': exposed path 'a..b' is not a valid field path: empty segment at byte 2"],
+        );
+        check(
+            &format!("{TOOL}[[tenant.toolset.tool.input]]\nsource = \"a\"\nexposed = \"_schema_discovery\"\n"),
+            &["tenant 'acme' / toolset 'crm' / tool 't' / field '_schema_discovery': '_schema_discovery' is reserved for lazy schema discovery"],
+        );
+        check(
+            &format!("{TOOL}[[tenant.toolset.tool.input]]\nsource = \"a\"\nexposed = \"a\"\nadditional_properties = 3\n"),
+            &[
+                "tenant 'acme' / toolset 'crm' / tool 't' / field 'a': 'additional_properties' needs an object field, but the value type is 'string'",
+                "tenant 'acme' / toolset 'crm' / tool 't' / field 'a': 'additional_properties' must be a boolean or a table (a JSON Schema)",
+            ],
+        );
+        check(
+            &format!("{TOOL}[[tenant.toolset.tool.input]]\nsource = \"a\"\nexposed = \"{}\"\n", vec!["a"; 33].join(".")),
+            &[&format!("tenant 'acme' / toolset 'crm' / tool 't' / field '{}': exposed path has more than 32 segments", vec!["a"; 33].join("."))],
+        );
+    }
+
+    #[test]
+    fn reserved_meta_tool_name() {
+        check(
+            &TOOL.replace("\"t\"", "\"discover_tool_schema\""),
+            &["tenant 'acme' / toolset 'crm' / tool 'discover_tool_schema': 'discover_tool_schema' is reserved for the schema discovery meta-tool"],
+        );
+    }
+}
