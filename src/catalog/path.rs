@@ -113,10 +113,7 @@ impl FieldPath {
 
     /// How many `[*]` positions the path has.
     pub fn depth(&self) -> usize {
-        self.segments
-            .iter()
-            .filter(|s| matches!(s, Segment::Each))
-            .count()
+        self.segments.iter().filter(|s| matches!(s, Segment::Each)).count()
     }
 
     /// Whether the path ends in `[*]` (an array leaf whose items are scalars).
@@ -165,20 +162,13 @@ mod tests {
 
     fn check(input: &str, expected: Result<&str, PathError>) {
         let got = FieldPath::parse(input).map(|p| p.to_string());
-        assert_eq!(
-            got.as_deref().map_err(Clone::clone),
-            expected.map_err(|e| e),
-            "{input}"
-        );
+        assert_eq!(got.as_deref().map_err(Clone::clone), expected.map_err(|e| e), "{input}");
     }
 
     #[test]
     fn parses_and_prints() {
         check("a", Ok("a"));
-        check(
-            "customer.addresses[*].city",
-            Ok("customer.addresses[*].city"),
-        );
+        check("customer.addresses[*].city", Ok("customer.addresses[*].city"));
         check("tags[*]", Ok("tags[*]"));
         check("m[*][*]", Ok("m[*][*]"));
         check("a[*].b[*].c", Ok("a[*].b[*].c"));
