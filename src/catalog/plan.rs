@@ -1,13 +1,40 @@
 //! Compiled invocation plans: a tool's field rules and URL template, parsed and checked once per
 //! snapshot so that a call only executes them.
 //!
-//! STUB API: the invoke work fills this in. Pure data and checks; no IO.
+//! Owns the compiled shapes (`ToolPlan`, `Translation`, `UrlTemplate`) and every check that can be
+//! made before a call: URL template syntax, path parameters against path-location fields, field
+//! path syntax and `[*]` structure, overlapping paths, header names, method, timeout. Pure data and
+//! checks; no IO. Must not execute anything: `invoke::translate` walks these trees at call time.
+//!
+//! A `Translation` is two trees compiled from (from-path, to-path) pairs: the *from* tree mirrors
+//! the document we read (exposed arguments for a request, the downstream response for a result),
+//! so one walk over the incoming JSON visits every mapped field; each leaf carries precomputed
+//! *steps* into the *to* tree (child positions, not names), so building the output needs no key
+//! lookups. The same structure serves both directions.
 
-use super::model::Tool;
+use std::time::Duration;
 
-/// A tool's compiled request/response plan.
-#[derive(Debug, Clone, Default)]
-pub struct ToolPlan {}
+use http::{HeaderName, HeaderValue, Method};
+use smallvec::SmallVec;
+
+use super::model::{Downstream, FieldRule, FieldType, Location, RestDownstream, Tool};
+use super::path::{FieldPath, Segment};
+
+/// Longest URL template accepted, in bytes; longer templates are a plan problem.
+pub const MAX_URL_TEMPLATE_BYTES: usize = 8 * 1024;
+
+/// Headers that static or field headers may not set: the HTTP client owns them.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+    "proxy-connection",
+];
 
 /// A problem found while compiling a tool's plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,9 +45,1055 @@ pub struct PlanProblem {
     pub message: String,
 }
 
+impl PlanProblem {
+    fn tool(message: impl Into<String>) -> Self {
+        Self {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    fn field(field: &str, message: impl Into<String>) -> Self {
+        Self {
+            field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+}
+
+/// A tool's compiled request/response plan.
+#[derive(Debug, Clone)]
+pub struct ToolPlan {
+    /// The downstream HTTP method.
+    pub method: Method,
+    /// The URL template, split into literal and parameter parts.
+    pub url: UrlTemplate,
+    /// Static headers sent on every call, in configuration order.
+    pub static_headers: Vec<(HeaderName, HeaderValue)>,
+    /// The per-call timeout; `None` means the invoker's default.
+    pub timeout: Option<Duration>,
+    /// Exposed arguments → downstream request.
+    pub input: Translation,
+    /// Downstream response → exposed result; `None` when the tool has no output rules (the
+    /// response passes through unchanged).
+    pub output: Option<Translation>,
+    /// Whether response members without an output rule are kept (top-level members only).
+    pub keep_unmapped_output: bool,
+    /// Whether the request carries a JSON body: always for methods other than GET, HEAD,
+    /// DELETE and OPTIONS; for those only when the tool has body-location fields.
+    pub sends_body: bool,
+}
+
+/// A URL template such as `https://api/customers/{id}/orders?limit=10`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlTemplate {
+    /// Literal and parameter parts in order.
+    pub parts: Vec<UrlPart>,
+    /// Whether the template already has a `?` (query fields then join with `&`).
+    pub has_query: bool,
+    /// Sum of the literal parts' lengths, to size the output.
+    pub literal_len: usize,
+}
+
+/// One part of a URL template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlPart {
+    /// Text copied as is.
+    Literal(Box<str>),
+    /// A `{name}` parameter: the value of the input leaf with this index, percent-encoded.
+    Param {
+        /// The parameter name.
+        name: Box<str>,
+        /// Index into `Translation::leaves` of the path-location field that fills it.
+        leaf: u32,
+    },
+}
+
+/// A compiled translation between two documents (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Translation {
+    /// Members of the root object of the document we read.
+    pub from: Vec<FromChild>,
+    /// Members of the root object of the document we write (body fields only for requests).
+    pub to: Vec<ToChild>,
+    /// Every leaf, in rule order.
+    pub leaves: Vec<Leaf>,
+}
+
+/// A member of an object in the from tree.
+#[derive(Debug, Clone)]
+pub struct FromChild {
+    /// The member name as it appears in the document read.
+    pub key: Box<str>,
+    /// The path pattern up to this member (for error messages), e.g. `customer.addresses[*].city`.
+    pub path: Box<str>,
+    /// Whether the member must be present when its enclosing object is (a required leaf, or an
+    /// object on the way to one that is not separated from it by an array).
+    pub required: bool,
+    /// What the member holds.
+    pub node: FromNode,
+}
+
+/// A node of the from tree.
+#[derive(Debug, Clone)]
+pub enum FromNode {
+    /// An object with mapped members.
+    Object(Vec<FromChild>),
+    /// An array whose elements are walked.
+    Array {
+        /// What each element holds.
+        element: Box<FromNode>,
+        /// Steps to the matching array in the to tree when every leaf below agrees on one; the
+        /// walk sizes it to this array's length so empty and sparse elements survive.
+        to_array: Option<Steps>,
+    },
+    /// A mapped field: index into `Translation::leaves`.
+    Leaf(u32),
+}
+
+/// A member of an object in the to tree.
+#[derive(Debug, Clone)]
+pub struct ToChild {
+    /// The member name as JSON with the colon, ready to copy: `"town":`.
+    pub key_json: Box<str>,
+    /// What the member holds.
+    pub node: ToNode,
+}
+
+/// A node of the to tree.
+#[derive(Debug, Clone)]
+pub enum ToNode {
+    /// An object; members are addressed by position.
+    Object(Vec<ToChild>),
+    /// An array.
+    Array(Box<ToNode>),
+    /// A value copied from the document read.
+    Leaf,
+}
+
+/// One step into the to tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The member at this position of the object.
+    Child(u16),
+    /// The array element at the next index of the walk's index stack.
+    Each,
+}
+
+/// A path into the to tree.
+pub type Steps = SmallVec<[Step; 6]>;
+
+/// A mapped field.
+#[derive(Debug, Clone)]
+pub struct Leaf {
+    /// The field's path in the document read (for error messages).
+    pub from_path: Box<str>,
+    /// Where the value goes in the to tree (body fields only).
+    pub to: Steps,
+    /// The source member name for path, query and header fields.
+    pub name: Box<str>,
+    /// Where an input field goes; `Body` for output rules.
+    pub location: Location,
+    /// The compiled header name of a header-location field.
+    pub header: Option<HeaderName>,
+    /// The JSON type expected (of each element when the path ends in `[*]`).
+    pub ty: FieldType,
+    /// Element type when `ty` is `Array` (not used for `[*]` leaves).
+    pub items: FieldType,
+}
+
+// === impl ToolPlan ===
+
 impl ToolPlan {
     /// Compiles a tool, reporting every problem found (not just the first).
-    pub fn compile(_tool: &Tool) -> Result<ToolPlan, Vec<PlanProblem>> {
-        Ok(ToolPlan {})
+    pub fn compile(tool: &Tool) -> Result<ToolPlan, Vec<PlanProblem>> {
+        let mut problems = Vec::new();
+        let Downstream::Rest(rest) = &tool.downstream;
+        let plan = compile_rest(tool, rest, &mut problems);
+        match plan {
+            Some(plan) if problems.is_empty() => Ok(plan),
+            _ => Err(problems),
+        }
+    }
+}
+
+fn compile_rest(
+    tool: &Tool,
+    rest: &RestDownstream,
+    problems: &mut Vec<PlanProblem>,
+) -> Option<ToolPlan> {
+    let method = match Method::from_bytes(rest.method.to_ascii_uppercase().as_bytes()) {
+        Ok(m) => Some(m),
+        Err(_) => {
+            problems.push(PlanProblem::tool(format!(
+                "invalid HTTP method {:?}",
+                rest.method
+            )));
+            None
+        }
+    };
+
+    let timeout = match rest.timeout_ms {
+        Some(0) => {
+            problems.push(PlanProblem::tool("timeout_ms must be greater than zero"));
+            None
+        }
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => None,
+    };
+
+    let mut static_headers = Vec::with_capacity(rest.headers.len());
+    for (name, value) in &rest.headers {
+        match compile_header_name(name) {
+            Ok(hn) => match HeaderValue::from_str(value) {
+                Ok(hv) => static_headers.push((hn, hv)),
+                Err(_) => problems.push(PlanProblem::tool(format!(
+                    "static header {name:?} has a value that is not a valid header value"
+                ))),
+            },
+            Err(msg) => problems.push(PlanProblem::tool(format!("static header: {msg}"))),
+        }
+    }
+
+    let input = compile_translation(&tool.inputs, Direction::Input, problems);
+    let output = if tool.outputs.is_empty() {
+        None
+    } else {
+        Some(compile_translation(
+            &tool.outputs,
+            Direction::Output,
+            problems,
+        ))
+    };
+
+    let url = compile_url(&rest.url, &input, problems);
+
+    let has_body_fields = input.leaves.iter().any(|l| l.location == Location::Body);
+    let method = method?;
+    let bodyless_method = matches!(
+        method,
+        Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS
+    );
+    Some(ToolPlan {
+        sends_body: !bodyless_method || has_body_fields,
+        method,
+        url: url?,
+        static_headers,
+        timeout,
+        input,
+        output,
+        keep_unmapped_output: tool.keep_unmapped_output,
+    })
+}
+
+fn compile_header_name(name: &str) -> Result<HeaderName, String> {
+    let hn = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("{name:?} is not a valid header name"))?;
+    if RESERVED_HEADERS.contains(&hn.as_str()) {
+        return Err(format!(
+            "{name:?} is managed by the HTTP client and cannot be set"
+        ));
+    }
+    Ok(hn)
+}
+
+// === URL templates ===
+
+fn compile_url(
+    template: &str,
+    input: &Translation,
+    problems: &mut Vec<PlanProblem>,
+) -> Option<UrlTemplate> {
+    let n_before = problems.len();
+    if template.len() > MAX_URL_TEMPLATE_BYTES {
+        problems.push(PlanProblem::tool(format!(
+            "URL template is longer than {MAX_URL_TEMPLATE_BYTES} bytes"
+        )));
+        return None;
+    }
+    let lower = template.get(..8).unwrap_or(template).to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        problems.push(PlanProblem::tool(format!(
+            "URL template {template:?} must start with http:// or https://"
+        )));
+    }
+
+    // Split into literal and `{name}` parts; braces do not nest.
+    let mut raw_parts: Vec<(bool, &str)> = Vec::new();
+    let mut rest = template;
+    let mut balanced = true;
+    while !rest.is_empty() {
+        match rest.find(['{', '}']) {
+            None => {
+                raw_parts.push((false, rest));
+                rest = "";
+            }
+            Some(i) if rest.as_bytes().get(i) == Some(&b'}') => {
+                balanced = false;
+                break;
+            }
+            Some(i) => {
+                if i > 0 {
+                    raw_parts.push((false, &rest[..i]));
+                }
+                let after = &rest[i + 1..];
+                match after.find(['{', '}']) {
+                    Some(j) if after.as_bytes().get(j) == Some(&b'}') => {
+                        raw_parts.push((true, &after[..j]));
+                        rest = &after[j + 1..];
+                    }
+                    _ => {
+                        balanced = false;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if !balanced {
+        problems.push(PlanProblem::tool(format!(
+            "URL template {template:?} has unbalanced braces"
+        )));
+        return None;
+    }
+
+    // The authority ends at the first `/`, `?` or `#` after `://`; parameters belong after it.
+    let authority_end = template
+        .find("://")
+        .map(|s| {
+            let after = s + 3;
+            template[after..]
+                .find(['/', '?', '#'])
+                .map_or(template.len(), |e| after + e)
+        })
+        .unwrap_or(0);
+
+    let mut parts = Vec::with_capacity(raw_parts.len());
+    let mut has_query = false;
+    let mut literal_len = 0;
+    let mut offset = 0;
+    let mut probe = String::with_capacity(template.len());
+    let mut param_names: Vec<&str> = Vec::new();
+    for (is_param, text) in raw_parts {
+        if is_param {
+            let valid = !text.is_empty()
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.$@".contains(&b));
+            if !valid {
+                problems.push(PlanProblem::tool(format!(
+                    "URL template parameter {{{text}}} is not a valid name"
+                )));
+            } else if offset < authority_end {
+                problems.push(PlanProblem::tool(format!(
+                    "URL template parameter {{{text}}} is in the scheme or host part"
+                )));
+            }
+            let leaf = input
+                .leaves
+                .iter()
+                .position(|l| l.location == Location::Path && &*l.name == text);
+            match leaf {
+                Some(idx) => parts.push(UrlPart::Param { name: text.into(), leaf: idx as u32 }),
+                None => problems.push(PlanProblem::tool(format!(
+                    "URL template parameter {{{text}}} has no input field with location \"path\" naming it"
+                ))),
+            }
+            param_names.push(text);
+            probe.push('x');
+            offset += text.len() + 2;
+        } else {
+            if text.contains('?') {
+                has_query = true;
+            }
+            literal_len += text.len();
+            parts.push(UrlPart::Literal(text.into()));
+            probe.push_str(text);
+            offset += text.len();
+        }
+    }
+    if has_query && template.contains('#') {
+        problems.push(PlanProblem::tool(
+            "URL template must not contain a fragment",
+        ));
+    }
+    for leaf in input.leaves.iter().filter(|l| l.location == Location::Path) {
+        if !param_names.contains(&&*leaf.name) {
+            problems.push(PlanProblem::field(
+                &leaf.from_path,
+                format!(
+                    "path field names parameter {{{}}} which the URL template does not contain",
+                    leaf.name
+                ),
+            ));
+        }
+    }
+    match probe.parse::<http::Uri>() {
+        Ok(uri) if uri.authority().is_some() && uri.scheme().is_some() => {}
+        _ => problems.push(PlanProblem::tool(format!(
+            "URL template {template:?} is not a valid absolute URL"
+        ))),
+    }
+    if problems.len() > n_before {
+        return None;
+    }
+    Some(UrlTemplate {
+        parts,
+        has_query,
+        literal_len,
+    })
+}
+
+// === translations ===
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// From exposed (arguments) to source (request).
+    Input,
+    /// From source (response) to exposed (result).
+    Output,
+}
+
+fn compile_translation(
+    rules: &[FieldRule],
+    direction: Direction,
+    problems: &mut Vec<PlanProblem>,
+) -> Translation {
+    let mut tr = Translation {
+        from: Vec::new(),
+        to: Vec::new(),
+        leaves: Vec::new(),
+    };
+    for rule in rules {
+        let exposed = FieldPath::parse(&rule.exposed);
+        let source = FieldPath::parse(&rule.source);
+        let (exposed, source) = match (exposed, source) {
+            (Ok(e), Ok(s)) => (e, s),
+            (e, s) => {
+                if let Err(err) = e {
+                    problems.push(PlanProblem::field(
+                        &rule.exposed,
+                        format!("exposed path does not parse: {err}"),
+                    ));
+                }
+                if let Err(err) = s {
+                    problems.push(PlanProblem::field(
+                        &rule.exposed,
+                        format!("source path {:?} does not parse: {err}", rule.source),
+                    ));
+                }
+                continue;
+            }
+        };
+        if !exposed.lines_up_with(&source) {
+            problems.push(PlanProblem::field(
+                &rule.exposed,
+                format!(
+                    "source path {:?} and exposed path do not have the same [*] structure",
+                    rule.source
+                ),
+            ));
+            continue;
+        }
+        let (from, to) = match direction {
+            Direction::Input => (&exposed, &source),
+            Direction::Output => (&source, &exposed),
+        };
+        let location = match direction {
+            Direction::Input => rule.location,
+            Direction::Output => Location::Body,
+        };
+        let mut header = None;
+        if location != Location::Body {
+            let scalar = !matches!(rule.ty, FieldType::Object | FieldType::Array);
+            if exposed.segments().len() != 1 || source.segments().len() != 1 || !scalar {
+                problems.push(PlanProblem::field(
+                    &rule.exposed,
+                    format!(
+                        "a {} field must be a scalar top-level field (one name on both paths, \
+                         not an object or array)",
+                        location_name(location)
+                    ),
+                ));
+                continue;
+            }
+            if location == Location::Header {
+                match compile_header_name(&rule.source) {
+                    Ok(hn) => header = Some(hn),
+                    Err(msg) => {
+                        problems.push(PlanProblem::field(&rule.exposed, msg));
+                        continue;
+                    }
+                }
+            }
+        }
+        let leaf_idx = tr.leaves.len() as u32;
+        let to_steps = if location == Location::Body {
+            match insert_to(&mut tr.to, to.segments()) {
+                Ok(steps) => steps,
+                Err(()) => {
+                    problems.push(PlanProblem::field(
+                        &rule.exposed,
+                        format!(
+                            "{} path {to} overlaps another field's {} path",
+                            side_name(direction, false),
+                            side_name(direction, false)
+                        ),
+                    ));
+                    continue;
+                }
+            }
+        } else {
+            Steps::new()
+        };
+        // Path fields are implicitly required: the URL cannot be built without them.
+        let required = rule.required || location == Location::Path;
+        if insert_from(
+            &mut tr.from,
+            from.segments(),
+            leaf_idx,
+            required && direction == Direction::Input,
+        )
+        .is_err()
+        {
+            problems.push(PlanProblem::field(
+                &rule.exposed,
+                format!(
+                    "{} path {from} overlaps another field's {} path",
+                    side_name(direction, true),
+                    side_name(direction, true)
+                ),
+            ));
+            // The to-side insertion stays: it only adds shape, never a value.
+            continue;
+        }
+        let items = rule.items.unwrap_or(FieldType::String);
+        let ty = if from.is_array_leaf() {
+            // A `[*]` leaf names the elements: their type is the item type, or the field type
+            // when that is a scalar and no item type was given.
+            match (rule.items, rule.ty) {
+                (Some(t), _) => t,
+                (None, FieldType::Array) => FieldType::String,
+                (None, t) => t,
+            }
+        } else {
+            rule.ty
+        };
+        tr.leaves.push(Leaf {
+            from_path: rule.exposed.as_str().into(),
+            to: to_steps,
+            name: match source.segments().first() {
+                Some(Segment::Key(k)) => k.clone(),
+                _ => "".into(),
+            },
+            location,
+            header,
+            ty,
+            items,
+        });
+    }
+    finish_from(&mut tr.from, "", &tr.leaves, 0);
+    tr
+}
+
+fn location_name(location: Location) -> &'static str {
+    match location {
+        Location::Path => "path",
+        Location::Query => "query",
+        Location::Header => "header",
+        Location::Body => "body",
+    }
+}
+
+fn side_name(direction: Direction, from: bool) -> &'static str {
+    match (direction, from) {
+        (Direction::Input, true) | (Direction::Output, false) => "exposed",
+        _ => "source",
+    }
+}
+
+/// Adds a path to the from tree. Fails when it overlaps an existing path (same path twice, or
+/// one ending where another continues, or an object position where another has an array).
+/// Returns whether a required flag propagates to the enclosing member (it stops at arrays).
+fn insert_from(
+    children: &mut Vec<FromChild>,
+    segments: &[Segment],
+    leaf: u32,
+    required: bool,
+) -> Result<bool, ()> {
+    let Some(Segment::Key(key)) = segments.first() else {
+        return Err(());
+    };
+    let rest = &segments[1..];
+    let pos = match children.iter().position(|c| c.key == *key) {
+        Some(p) => p,
+        None => {
+            children.push(FromChild {
+                key: key.clone(),
+                path: "".into(),
+                required: false,
+                node: empty_from_node(rest),
+            });
+            children.len() - 1
+        }
+    };
+    let child = &mut children[pos];
+    let propagate = insert_from_node(&mut child.node, rest, leaf, required)?;
+    child.required |= propagate;
+    Ok(propagate)
+}
+
+fn empty_from_node(rest: &[Segment]) -> FromNode {
+    match rest.first() {
+        None => FromNode::Leaf(u32::MAX),
+        Some(Segment::Key(_)) => FromNode::Object(Vec::new()),
+        Some(Segment::Each) => FromNode::Array {
+            element: Box::new(empty_from_node(&rest[1..])),
+            to_array: None,
+        },
+    }
+}
+
+fn insert_from_node(
+    node: &mut FromNode,
+    rest: &[Segment],
+    leaf: u32,
+    required: bool,
+) -> Result<bool, ()> {
+    match (node, rest.first()) {
+        (node @ FromNode::Leaf(u32::MAX), None) => {
+            *node = FromNode::Leaf(leaf);
+            Ok(required)
+        }
+        (FromNode::Object(children), Some(Segment::Key(_))) => {
+            insert_from(children, rest, leaf, required)
+        }
+        (FromNode::Array { element, .. }, Some(Segment::Each)) => {
+            insert_from_node(element, &rest[1..], leaf, required)?;
+            Ok(false)
+        }
+        _ => Err(()),
+    }
+}
+
+/// Fills in path patterns and array counterparts once every leaf is in place.
+fn finish_from(children: &mut [FromChild], prefix: &str, leaves: &[Leaf], depth: usize) {
+    for child in children {
+        let path = if prefix.is_empty() {
+            child.key.to_string()
+        } else {
+            format!("{prefix}.{}", child.key)
+        };
+        finish_node(&mut child.node, &path, leaves, depth);
+        child.path = path.into();
+    }
+}
+
+fn finish_node(node: &mut FromNode, path: &str, leaves: &[Leaf], depth: usize) {
+    match node {
+        FromNode::Object(children) => finish_from(children, path, leaves, depth),
+        FromNode::Array { element, to_array } => {
+            let mut below = Vec::new();
+            collect_leaves(element, &mut below);
+            // The counterpart is the to-path prefix before the (depth+1)-th `[*]`, when all
+            // body leaves below agree on it.
+            let mut common: Option<Steps> = None;
+            let mut agree = true;
+            for idx in below {
+                let Some(leaf) = leaves.get(idx as usize) else {
+                    continue;
+                };
+                if leaf.location != Location::Body {
+                    continue;
+                }
+                let prefix = prefix_before_each(&leaf.to, depth);
+                match (&common, prefix) {
+                    (_, None) => agree = false,
+                    (None, Some(p)) => common = Some(p),
+                    (Some(c), Some(p)) => agree &= *c == p,
+                }
+            }
+            *to_array = if agree { common } else { None };
+            let element_path = format!("{path}[*]");
+            finish_node(element, &element_path, leaves, depth + 1);
+        }
+        FromNode::Leaf(_) => {}
+    }
+}
+
+fn collect_leaves(node: &FromNode, out: &mut Vec<u32>) {
+    match node {
+        FromNode::Object(children) => children.iter().for_each(|c| collect_leaves(&c.node, out)),
+        FromNode::Array { element, .. } => collect_leaves(element, out),
+        FromNode::Leaf(i) => out.push(*i),
+    }
+}
+
+fn prefix_before_each(steps: &Steps, depth: usize) -> Option<Steps> {
+    let mut seen = 0;
+    for (i, step) in steps.iter().enumerate() {
+        if *step == Step::Each {
+            if seen == depth {
+                return Some(steps[..i].iter().copied().collect());
+            }
+            seen += 1;
+        }
+    }
+    None
+}
+
+/// Adds a path to the to tree and returns its steps. Fails on overlap.
+fn insert_to(children: &mut Vec<ToChild>, segments: &[Segment]) -> Result<Steps, ()> {
+    let mut steps = Steps::new();
+    insert_to_children(children, segments, &mut steps)?;
+    Ok(steps)
+}
+
+fn insert_to_children(
+    children: &mut Vec<ToChild>,
+    segments: &[Segment],
+    steps: &mut Steps,
+) -> Result<(), ()> {
+    let Some(Segment::Key(key)) = segments.first() else {
+        return Err(());
+    };
+    let rest = &segments[1..];
+    let key_json = key_json(key);
+    let pos = match children.iter().position(|c| c.key_json == key_json) {
+        Some(p) => {
+            // An existing member: the new path must continue into an interior node of the
+            // same kind.
+            insert_to_node(&mut children[p].node, rest, steps_with(steps, p)?)?;
+            return Ok(());
+        }
+        None => {
+            let p = children.len();
+            children.push(ToChild {
+                key_json,
+                node: fresh_to_node(rest),
+            });
+            p
+        }
+    };
+    steps.push(Step::Child(u16::try_from(pos).map_err(|_| ())?));
+    extend_steps(&mut children[pos].node, rest, steps);
+    Ok(())
+}
+
+fn steps_with(steps: &mut Steps, pos: usize) -> Result<&mut Steps, ()> {
+    steps.push(Step::Child(u16::try_from(pos).map_err(|_| ())?));
+    Ok(steps)
+}
+
+fn insert_to_node(node: &mut ToNode, rest: &[Segment], steps: &mut Steps) -> Result<(), ()> {
+    match (node, rest.first()) {
+        (ToNode::Object(children), Some(Segment::Key(_))) => {
+            insert_to_children(children, rest, steps)
+        }
+        (ToNode::Array(element), Some(Segment::Each)) => {
+            steps.push(Step::Each);
+            if rest.len() == 1 {
+                // `a[*]` twice: two leaves writing the same elements.
+                return Err(());
+            }
+            insert_to_node(element, &rest[1..], steps)
+        }
+        _ => Err(()),
+    }
+}
+
+fn fresh_to_node(rest: &[Segment]) -> ToNode {
+    match rest.first() {
+        None => ToNode::Leaf,
+        Some(Segment::Key(k)) => ToNode::Object(vec![ToChild {
+            key_json: key_json(k),
+            node: fresh_to_node(&rest[1..]),
+        }]),
+        Some(Segment::Each) => ToNode::Array(Box::new(fresh_to_node(&rest[1..]))),
+    }
+}
+
+/// Records the steps of a freshly created chain (every object in it has one member).
+fn extend_steps(node: &mut ToNode, rest: &[Segment], steps: &mut Steps) {
+    match (node, rest.first()) {
+        (ToNode::Object(children), Some(Segment::Key(_))) => {
+            steps.push(Step::Child(0));
+            if let Some(child) = children.first_mut() {
+                extend_steps(&mut child.node, &rest[1..], steps);
+            }
+        }
+        (ToNode::Array(element), Some(Segment::Each)) => {
+            steps.push(Step::Each);
+            extend_steps(element, &rest[1..], steps);
+        }
+        _ => {}
+    }
+}
+
+/// `"name":` with JSON escaping (field names are letters, digits and `_-$@`, but non-ASCII
+/// letters pass through as UTF-8, which JSON allows).
+fn key_json(key: &str) -> Box<str> {
+    let mut out = String::with_capacity(key.len() + 3);
+    out.push('"');
+    for ch in key.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push_str("\":");
+    out.into()
+}
+
+impl Translation {
+    /// Whether any field maps into the to document's body.
+    pub fn has_body(&self) -> bool {
+        !self.to.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::model::{FieldRule, RestDownstream};
+
+    fn rule(source: &str, exposed: &str, ty: FieldType, location: Location) -> FieldRule {
+        FieldRule {
+            source: source.into(),
+            exposed: exposed.into(),
+            ty,
+            items: None,
+            required: false,
+            description: None,
+            format: None,
+            enum_values: None,
+            additional_properties: None,
+            location,
+        }
+    }
+
+    fn tool(method: &str, url: &str, inputs: Vec<FieldRule>) -> Tool {
+        Tool {
+            name: "t".into(),
+            description: std::string::String::new(),
+            published: true,
+            schema_mode: Default::default(),
+            log_payloads: false,
+            keep_unmapped_output: false,
+            downstream: Downstream::Rest(RestDownstream {
+                method: method.into(),
+                url: url.into(),
+                headers: Default::default(),
+                timeout_ms: None,
+            }),
+            inputs,
+            outputs: vec![],
+        }
+    }
+
+    /// Compiles and returns the problems as `field: message` lines (empty when it compiles).
+    fn check(t: &Tool, expected: &[&str]) {
+        let got: Vec<std::string::String> = match ToolPlan::compile(t) {
+            Ok(_) => vec![],
+            Err(ps) => ps
+                .into_iter()
+                .map(|p| format!("{}: {}", p.field.unwrap_or_default(), p.message))
+                .collect(),
+        };
+        assert_eq!(got.len(), expected.len(), "{got:#?}");
+        for (g, e) in got.iter().zip(expected) {
+            assert!(g.contains(e), "{g:?} does not contain {e:?}");
+        }
+    }
+
+    use FieldType::{Array, Integer, Object, String as Str};
+    use Location::*;
+
+    #[test]
+    fn compiles_good_tools() {
+        check(
+            &tool(
+                "GET",
+                "https://api.example/c/{id}?x=1",
+                vec![rule("id", "customerId", Str, Path)],
+            ),
+            &[],
+        );
+        check(
+            &tool(
+                "post",
+                "http://127.0.0.1:9/x",
+                vec![rule(
+                    "client.addresses[*].town",
+                    "customer.addresses[*].city",
+                    Str,
+                    Body,
+                )],
+            ),
+            &[],
+        );
+        check(
+            &tool(
+                "POST",
+                "http://h/x",
+                vec![rule("m[*][*]", "grid[*][*]", Integer, Body)],
+            ),
+            &[],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![
+                    rule("X-Tenant", "tenant", Str, Header),
+                    rule("q", "query", Str, Query),
+                ],
+            ),
+            &[],
+        );
+    }
+
+    #[test]
+    fn url_problems() {
+        check(&tool("GET", "http://h/{id", vec![]), &["unbalanced"]);
+        check(&tool("GET", "http://h/id}", vec![]), &["unbalanced"]);
+        check(&tool("GET", "ftp://h/x", vec![]), &["http:// or https://"]);
+        check(
+            &tool("GET", "http:// bad host/x", vec![]),
+            &["not a valid absolute URL"],
+        );
+        check(&tool("GET", "http://h/{id}", vec![]), &["no input field"]);
+        check(
+            &tool("GET", "http://{host}/x", vec![rule("host", "h", Str, Path)]),
+            &["host part"],
+        );
+        check(
+            &tool("GET", "http://h/x", vec![rule("id", "id", Str, Path)]),
+            &["id: path field names parameter {id}"],
+        );
+    }
+
+    #[test]
+    fn path_problems() {
+        check(
+            &tool("POST", "http://h/x", vec![rule("a..b", "a", Str, Body)]),
+            &["a: source path \"a..b\" does not parse"],
+        );
+        check(
+            &tool("POST", "http://h/x", vec![rule("a", "a[0]", Str, Body)]),
+            &["a[0]: exposed path does not parse"],
+        );
+        check(
+            &tool("POST", "http://h/x", vec![rule("a[*].b", "a.b", Str, Body)]),
+            &["same [*] structure"],
+        );
+        check(
+            &tool(
+                "POST",
+                "http://h/x",
+                vec![rule("a", "x", Str, Body), rule("a", "y", Str, Body)],
+            ),
+            &["y: source path a overlaps"],
+        );
+        check(
+            &tool(
+                "POST",
+                "http://h/x",
+                vec![rule("a", "x", Str, Body), rule("b", "x.y", Str, Body)],
+            ),
+            &["x.y: exposed path x.y overlaps"],
+        );
+    }
+
+    #[test]
+    fn location_problems() {
+        check(
+            &tool("GET", "http://h/x", vec![rule("a.b", "a", Str, Query)]),
+            &["a: a query field must be a scalar top-level"],
+        );
+        check(
+            &tool("GET", "http://h/x", vec![rule("a", "a", Array, Header)]),
+            &["a: a header field must be a scalar"],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("bad@name", "a", Str, Header)],
+            ),
+            &["not a valid header name"],
+        );
+        check(
+            &tool("GET", "http://h/x", vec![rule("Host", "a", Str, Header)]),
+            &["managed by the HTTP client"],
+        );
+    }
+
+    #[test]
+    fn reports_every_problem() {
+        check(
+            &tool(
+                "GE T",
+                "ftp://h/{p}",
+                vec![rule("a..b", "a", Str, Body), rule("x", "x", Object, Query)],
+            ),
+            &[
+                "invalid HTTP method",
+                "does not parse",
+                "scalar top-level",
+                "http:// or https://",
+                "no input field",
+            ],
+        );
+    }
+
+    #[test]
+    fn tree_shape() {
+        let t = tool(
+            "POST",
+            "http://h/x",
+            vec![
+                rule(
+                    "client.addresses[*].town",
+                    "customer.addresses[*].city",
+                    Str,
+                    Body,
+                ),
+                rule(
+                    "client.addresses[*].zip",
+                    "customer.addresses[*].postcode",
+                    Str,
+                    Body,
+                ),
+                rule("client.name", "customer.name", Str, Body),
+            ],
+        );
+        let plan = ToolPlan::compile(&t).unwrap();
+        assert_eq!(
+            plan.input.leaves[0].to.as_slice(),
+            &[Step::Child(0), Step::Child(0), Step::Each, Step::Child(0)]
+        );
+        assert_eq!(
+            plan.input.leaves[1].to.as_slice(),
+            &[Step::Child(0), Step::Child(0), Step::Each, Step::Child(1)]
+        );
+        assert_eq!(
+            plan.input.leaves[2].to.as_slice(),
+            &[Step::Child(0), Step::Child(1)]
+        );
+        let FromNode::Object(customer) = &plan.input.from[0].node else {
+            panic!()
+        };
+        let FromNode::Array { to_array, .. } = &customer[0].node else {
+            panic!()
+        };
+        assert_eq!(
+            to_array.as_deref(),
+            Some(&[Step::Child(0), Step::Child(0)][..])
+        );
+        assert_eq!(&*customer[0].path, "customer.addresses");
+        assert!(plan.sends_body);
     }
 }

@@ -1,0 +1,363 @@
+//! The shared downstream client and the call pipeline around it.
+//!
+//! Owns `Invoker` (built once, shared behind an `Arc`): one pooled hyper-util legacy client
+//! (HTTP/1.1 keep-alive; HTTPS through hyper-rustls with webpki roots and the ring provider,
+//! plain HTTP for loopback and test downstreams), the per-call timeout around the whole exchange,
+//! the bounded response body, and response translation. Must not know MCP framing.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::header::CONTENT_LENGTH;
+use http::Request;
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use simd_json::BorrowedValue as Value;
+
+use super::correlation::{CallContext, CorrelationPolicy};
+use super::error::{ArgumentProblem, InvokeError, ResponseProblem};
+use super::request::build_request;
+use super::translate::{translate_response, UnknownFields};
+use crate::catalog::model::ServerSettings;
+use crate::catalog::plan::ToolPlan;
+
+/// Largest downstream response body read, in bytes. A larger body (by `Content-Length` or as it
+/// streams in) fails the call with `ResponseProblem::TooLarge` (502) and the rest is not read.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Idle pooled connections kept per downstream host; more are closed when returned.
+pub const DEFAULT_MAX_IDLE_PER_HOST: usize = 64;
+
+/// How long an idle pooled connection is kept before it is closed.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How long establishing a connection may take before the call fails as a connect error.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The timeout of a call whose tool sets none; when hit the call fails as a timeout (504).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings of the shared downstream client.
+#[derive(Debug, Clone)]
+pub struct InvokerConfig {
+    /// Idle pooled connections kept per host.
+    pub max_idle_per_host: usize,
+    /// How long an idle pooled connection lives.
+    pub idle_timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Timeout of calls whose tool sets none.
+    pub default_timeout: Duration,
+    /// Largest response body read.
+    pub max_response_bytes: usize,
+    /// What happens to argument members no rule names.
+    pub unknown_fields: UnknownFields,
+}
+
+impl Default for InvokerConfig {
+    fn default() -> Self {
+        Self {
+            max_idle_per_host: DEFAULT_MAX_IDLE_PER_HOST,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            default_timeout: DEFAULT_CALL_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            unknown_fields: UnknownFields::Ignore,
+        }
+    }
+}
+
+impl InvokerConfig {
+    /// Takes the pool, connect and default timeout settings from the server configuration.
+    pub fn from_server_settings(settings: &ServerSettings) -> Self {
+        Self {
+            max_idle_per_host: settings.downstream_pool_idle_per_host,
+            connect_timeout: Duration::from_millis(settings.downstream_connect_timeout_ms),
+            default_timeout: Duration::from_millis(settings.downstream_timeout_ms),
+            ..Self::default()
+        }
+    }
+}
+
+/// A successful call's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvokeOutput {
+    /// The (translated) result as JSON.
+    pub body: Bytes,
+    /// Whether the result is a JSON object (MCP puts objects in `structuredContent`).
+    pub is_object: bool,
+}
+
+type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Executes tool calls against downstreams. Build one and share it (`Arc<Invoker>`): it holds
+/// the connection pool.
+#[derive(Clone)]
+pub struct Invoker {
+    client: HttpClient,
+    config: InvokerConfig,
+}
+
+impl std::fmt::Debug for Invoker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invoker")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Invoker {
+    /// Builds the client and its pool. Needs no runtime until the first call.
+    pub fn new(config: InvokerConfig) -> Self {
+        let mut http = HttpConnector::new();
+        // The TLS wrapper needs `https` URIs to reach it.
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(config.connect_timeout));
+        http.set_keepalive(Some(config.idle_timeout));
+        let connector = HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(config.idle_timeout)
+            .pool_max_idle_per_host(config.max_idle_per_host)
+            .pool_timer(TokioTimer::new())
+            .build(connector);
+        Self { client, config }
+    }
+
+    /// The settings it was built with.
+    pub fn config(&self) -> &InvokerConfig {
+        &self.config
+    }
+
+    /// Validates and translates the arguments and builds the downstream request (no IO).
+    pub fn prepare(
+        &self,
+        plan: &ToolPlan,
+        policy: &CorrelationPolicy,
+        ctx: &CallContext,
+        args: &Value<'_>,
+    ) -> Result<Request<Full<Bytes>>, InvokeError> {
+        build_request(plan, policy, ctx, args, self.config.unknown_fields)
+    }
+
+    /// Calls the tool with arguments already parsed (from the REST body or MCP params).
+    pub async fn call(
+        &self,
+        plan: &ToolPlan,
+        policy: &CorrelationPolicy,
+        ctx: &CallContext,
+        args: &Value<'_>,
+    ) -> Result<InvokeOutput, InvokeError> {
+        let request = self.prepare(plan, policy, ctx, args)?;
+        let body = self.send(plan, request).await?;
+        self.translate_response(plan, body)
+    }
+
+    /// Calls the tool with arguments as JSON bytes (copied once to parse in place).
+    pub async fn call_bytes(
+        &self,
+        plan: &ToolPlan,
+        policy: &CorrelationPolicy,
+        ctx: &CallContext,
+        args: &[u8],
+    ) -> Result<InvokeOutput, InvokeError> {
+        let mut owned = args.to_vec();
+        let request = {
+            let value = simd_json::to_borrowed_value(&mut owned)
+                .map_err(|_| InvokeError::argument("", ArgumentProblem::InvalidJson))?;
+            self.prepare(plan, policy, ctx, &value)?
+        };
+        let body = self.send(plan, request).await?;
+        self.translate_response(plan, body)
+    }
+
+    /// Sends a prepared request and reads the body, under the tool's timeout.
+    pub async fn send(
+        &self,
+        plan: &ToolPlan,
+        request: Request<Full<Bytes>>,
+    ) -> Result<ResponseBody, InvokeError> {
+        let timeout = plan.timeout.unwrap_or(self.config.default_timeout);
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| {
+                if e.is_connect() {
+                    InvokeError::Connect(Box::new(e))
+                } else {
+                    InvokeError::Transport(Box::new(e))
+                }
+            })?;
+            let status = response.status();
+            if !status.is_success() {
+                // The body is not read: it is never shown and the connection is not reused.
+                return Err(InvokeError::Status(status));
+            }
+            let limit = self.config.max_response_bytes;
+            let declared = response
+                .headers()
+                .get(CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if declared.is_some_and(|n| n > limit as u64) {
+                return Err(InvokeError::InvalidResponse(ResponseProblem::TooLarge {
+                    limit,
+                }));
+            }
+            read_body(response.into_body(), limit, declared.unwrap_or(0) as usize).await
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(InvokeError::Timeout(timeout)),
+        }
+    }
+
+    /// Translates a downstream body into the exposed result (no IO).
+    pub fn translate_response(
+        &self,
+        plan: &ToolPlan,
+        body: ResponseBody,
+    ) -> Result<InvokeOutput, InvokeError> {
+        let Some(output) = &plan.output else {
+            return pass_through(body.into_bytes());
+        };
+        let mut bytes = body.into_bytes_mut();
+        if is_blank(&bytes) {
+            return Err(InvokeError::InvalidResponse(ResponseProblem::NotAnObject));
+        }
+        let mut out = BytesMut::with_capacity(bytes.len());
+        let value = simd_json::to_borrowed_value(&mut bytes)
+            .map_err(|_| InvokeError::InvalidResponse(ResponseProblem::NotJson))?;
+        translate_response(output, plan.keep_unmapped_output, &value, &mut out)
+            .map_err(InvokeError::InvalidResponse)?;
+        Ok(InvokeOutput {
+            body: out.freeze(),
+            is_object: true,
+        })
+    }
+}
+
+/// A downstream body as read: one chunk kept as it arrived, or several joined.
+#[derive(Debug)]
+pub enum ResponseBody {
+    /// The body arrived in one frame (or none): no copy was made.
+    Single(Bytes),
+    /// The body arrived in several frames, joined.
+    Joined(BytesMut),
+}
+
+impl ResponseBody {
+    /// The body as immutable bytes (no copy).
+    pub fn into_bytes(self) -> Bytes {
+        match self {
+            Self::Single(b) => b,
+            Self::Joined(b) => b.freeze(),
+        }
+    }
+
+    /// The body as a mutable buffer (copies a shared single chunk).
+    pub fn into_bytes_mut(self) -> BytesMut {
+        match self {
+            Self::Single(b) => BytesMut::from(b),
+            Self::Joined(b) => b,
+        }
+    }
+
+    /// Wraps bytes (for tests and benches).
+    pub fn from_bytes(bytes: Bytes) -> Self {
+        Self::Single(bytes)
+    }
+}
+
+async fn read_body(
+    mut body: hyper::body::Incoming,
+    limit: usize,
+    declared: usize,
+) -> Result<ResponseBody, InvokeError> {
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<BytesMut> = None;
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| InvokeError::Transport(Box::new(e)))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        total = total.saturating_add(data.len());
+        if total > limit {
+            return Err(InvokeError::InvalidResponse(ResponseProblem::TooLarge {
+                limit,
+            }));
+        }
+        match (&mut first, &mut joined) {
+            (_, Some(buf)) => buf.extend_from_slice(&data),
+            (None, None) => first = Some(data),
+            (Some(head), None) => {
+                let mut buf = BytesMut::with_capacity(declared.max(head.len() + data.len()));
+                buf.extend_from_slice(head);
+                buf.extend_from_slice(&data);
+                joined = Some(buf);
+            }
+        }
+    }
+    Ok(match (first, joined) {
+        (_, Some(buf)) => ResponseBody::Joined(buf),
+        (Some(b), None) => ResponseBody::Single(b),
+        (None, None) => ResponseBody::Single(Bytes::new()),
+    })
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| b.is_ascii_whitespace())
+}
+
+/// A tool without output rules returns the downstream JSON as it is, after checking that it is
+/// JSON (without building a value). An empty body becomes `null`.
+fn pass_through(body: Bytes) -> Result<InvokeOutput, InvokeError> {
+    if is_blank(&body) {
+        return Ok(InvokeOutput {
+            body: Bytes::from_static(b"null"),
+            is_object: false,
+        });
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(&body)
+        .map_err(|_| InvokeError::InvalidResponse(ResponseProblem::NotJson))?;
+    let is_object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    Ok(InvokeOutput { body, is_object })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &str, expected: Result<(&str, bool), ResponseProblem>) {
+        let got = pass_through(Bytes::copy_from_slice(input.as_bytes()));
+        match (got, expected) {
+            (Ok(out), Ok((body, is_object))) => {
+                assert_eq!(
+                    (&out.body[..], out.is_object),
+                    (body.as_bytes(), is_object),
+                    "{input}"
+                )
+            }
+            (Err(InvokeError::InvalidResponse(p)), Err(e)) => assert_eq!(p, e, "{input}"),
+            (g, e) => panic!("{input}: got {g:?}, expected {e:?}"),
+        }
+    }
+
+    #[test]
+    fn pass_through_checks_json_without_rewriting() {
+        check(r#" {"a" : 1} "#, Ok((r#" {"a" : 1} "#, true)));
+        check("[1,2]", Ok(("[1,2]", false)));
+        check("\"s\"", Ok(("\"s\"", false)));
+        check("", Ok(("null", false)));
+        check("  \n", Ok(("null", false)));
+        check("{\"a\":", Err(ResponseProblem::NotJson));
+        check("<html>", Err(ResponseProblem::NotJson));
+        check("{} x", Err(ResponseProblem::NotJson));
+    }
+}

@@ -1,0 +1,317 @@
+//! Building the downstream HTTP request from a plan and the caller's arguments.
+//!
+//! Owns the `_schema_discovery` rules, URL assembly (template literals, percent-encoded path
+//! segments, encoded query pairs), header placement and the JSON body. Pure: no IO, so benches
+//! and tests can build requests without a network. Must not send anything (`client` does).
+
+use std::fmt::Write as _;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Request, Uri};
+use http_body_util::Full;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
+use simd_json::{BorrowedValue as Value, StaticNode};
+
+use super::correlation::{CallContext, CorrelationPolicy};
+use super::error::{ArgumentProblem, InvokeError};
+use super::translate::{write_root, UnknownFields, Walk, SCHEMA_DISCOVERY_FIELD};
+use crate::catalog::model::Location;
+use crate::catalog::plan::{ToolPlan, UrlPart};
+
+/// Bytes left as they are in path segments and query components: RFC 3986 `unreserved`
+/// (`ALPHA / DIGIT / "-" / "." / "_" / "~"`). Everything else is percent-encoded, so a value
+/// can never add a segment (`/`), start a query (`?`) or a fragment (`#`), or split a pair (`&`, `=`).
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Initial capacity of a request body buffer; it grows as needed.
+const BODY_CAPACITY: usize = 512;
+
+static APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// Builds the downstream request for one call.
+pub fn build_request(
+    plan: &ToolPlan,
+    policy: &CorrelationPolicy,
+    ctx: &CallContext,
+    args: &Value<'_>,
+    unknown: UnknownFields,
+) -> Result<Request<Full<Bytes>>, InvokeError> {
+    let empty;
+    let obj = match args {
+        Value::Object(obj) => &**obj,
+        Value::Static(StaticNode::Null) => {
+            empty = simd_json::borrowed::Object::default();
+            &empty
+        }
+        _ => return Err(InvokeError::argument("", ArgumentProblem::NotAnObject)),
+    };
+    // Spec: "if _schema_discovery is the only argument, the Runtime rejects the call and
+    // instructs the caller to use discover_tool_schema first". Alongside real arguments it is
+    // removed: the walk only reads members the plan names.
+    if obj.len() == 1 && obj.contains_key(SCHEMA_DISCOVERY_FIELD) {
+        return Err(InvokeError::SchemaDiscoveryRequired);
+    }
+
+    let mut walk = Walk::new(&plan.input, true, unknown);
+    walk.run(obj)?;
+
+    // URL: literals as written, parameters percent-encoded, then query fields.
+    let mut url = String::with_capacity(plan.url.literal_len + 24 * walk.params.len());
+    for part in &plan.url.parts {
+        match part {
+            UrlPart::Literal(text) => url.push_str(text),
+            UrlPart::Param { name, leaf } => {
+                let value = walk
+                    .params
+                    .iter()
+                    .find(|(idx, _)| idx == leaf)
+                    .map(|(_, v)| *v);
+                let Some(value) = value else {
+                    // Path fields are required, so the walk has already failed without one.
+                    return Err(InvokeError::argument(name, ArgumentProblem::Missing));
+                };
+                push_encoded(&mut url, value);
+            }
+        }
+    }
+    let mut has_query = plan.url.has_query;
+    let mut headers = HeaderMap::with_capacity(plan.static_headers.len() + 4);
+    for (name, value) in &plan.static_headers {
+        headers.append(name.clone(), value.clone());
+    }
+    for (idx, value) in &walk.params {
+        let Some(leaf) = plan.input.leaves.get(*idx as usize) else {
+            continue;
+        };
+        match leaf.location {
+            Location::Query => {
+                url.push(if has_query { '&' } else { '?' });
+                has_query = true;
+                url.extend(percent_encoding::utf8_percent_encode(&leaf.name, COMPONENT));
+                url.push('=');
+                push_encoded(&mut url, value);
+            }
+            Location::Header => {
+                let Some(name) = &leaf.header else { continue };
+                let mut text = String::new();
+                push_text(&mut text, value);
+                let header_value = HeaderValue::from_str(&text).map_err(|_| {
+                    InvokeError::argument(&leaf.from_path, ArgumentProblem::InvalidHeaderValue)
+                })?;
+                headers.insert(name.clone(), header_value);
+            }
+            Location::Path | Location::Body => {}
+        }
+    }
+    let uri = Uri::try_from(url)
+        .map_err(|_| InvokeError::Request("URL does not parse after substitution".into()))?;
+
+    if !headers.contains_key(ACCEPT) {
+        headers.insert(ACCEPT, APPLICATION_JSON.clone());
+    }
+    let body = if plan.sends_body {
+        headers.insert(CONTENT_TYPE, APPLICATION_JSON.clone());
+        let mut buf = BytesMut::with_capacity(BODY_CAPACITY);
+        write_root(&mut buf, &walk.root, &plan.input.to);
+        buf.freeze()
+    } else {
+        Bytes::new()
+    };
+    if let Some(value) = policy.downstream_value(ctx) {
+        headers.insert(policy.header.clone(), value);
+    }
+
+    let mut request = Request::new(Full::new(body));
+    *request.method_mut() = plan.method.clone();
+    *request.uri_mut() = uri;
+    *request.headers_mut() = headers;
+    Ok(request)
+}
+
+/// Appends a scalar's text form, percent-encoded as a URL component.
+fn push_encoded(url: &mut String, value: &Value<'_>) {
+    match value {
+        Value::String(s) => url.extend(percent_encoding::utf8_percent_encode(s, COMPONENT)),
+        // Numbers and booleans are unreserved characters already (digits, `-`, `.`, `+`
+        // after `e` is encoded below), so route them through the encoder too.
+        other => {
+            let mut text = String::new();
+            push_text(&mut text, other);
+            url.extend(percent_encoding::utf8_percent_encode(&text, COMPONENT));
+        }
+    }
+}
+
+/// Appends a scalar's text form: strings as they are, numbers and booleans as JSON writes them.
+fn push_text(out: &mut String, value: &Value<'_>) {
+    match value {
+        Value::String(s) => out.push_str(s),
+        Value::Static(StaticNode::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Static(StaticNode::I64(n)) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Static(StaticNode::U64(n)) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Static(StaticNode::F64(n)) => {
+            let _ = write!(out, "{n}");
+        }
+        // Types are checked before this point; anything else is written as JSON.
+        other => {
+            let mut buf = BytesMut::new();
+            super::translate::write_value(&mut buf, other);
+            out.push_str(&String::from_utf8_lossy(&buf));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::model::{
+        CorrelationStrategy, Downstream, FieldRule, FieldType, RestDownstream, Tool,
+    };
+
+    fn rule(source: &str, exposed: &str, ty: FieldType, location: Location) -> FieldRule {
+        FieldRule {
+            source: source.into(),
+            exposed: exposed.into(),
+            ty,
+            items: None,
+            required: false,
+            description: None,
+            format: None,
+            enum_values: None,
+            additional_properties: None,
+            location,
+        }
+    }
+
+    fn plan(method: &str, url: &str, inputs: Vec<FieldRule>) -> ToolPlan {
+        let tool = Tool {
+            name: "t".into(),
+            description: String::new(),
+            published: true,
+            schema_mode: Default::default(),
+            log_payloads: false,
+            keep_unmapped_output: false,
+            downstream: Downstream::Rest(RestDownstream {
+                method: method.into(),
+                url: url.into(),
+                headers: [("X-Api".to_owned(), "k1".to_owned())].into(),
+                timeout_ms: None,
+            }),
+            inputs,
+            outputs: vec![],
+        };
+        ToolPlan::compile(&tool).unwrap()
+    }
+
+    /// Builds a request and renders it as `METHOD uri | header=value,… | body`.
+    fn check(plan: &ToolPlan, args: &str, expected: &str) {
+        let mut bytes = args.as_bytes().to_vec();
+        let value = simd_json::to_borrowed_value(&mut bytes).unwrap();
+        let policy = CorrelationPolicy {
+            strategy: CorrelationStrategy::None,
+            header: super::super::CORRELATION_ID_HEADER,
+        };
+        let got = match build_request(
+            plan,
+            &policy,
+            &CallContext::new(None),
+            &value,
+            UnknownFields::Ignore,
+        ) {
+            Ok(req) => {
+                let head = format!("{} {}", req.method(), req.uri());
+                let headers: Vec<String> = req
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.to_str().unwrap()))
+                    .collect();
+                let body =
+                    futures::executor::block_on(http_body_util::BodyExt::collect(req.into_body()))
+                        .unwrap()
+                        .to_bytes();
+                format!(
+                    "{head} | {} | {}",
+                    headers.join(","),
+                    String::from_utf8_lossy(&body)
+                )
+            }
+            Err(e) => format!("error: {}", e.safe_message()),
+        };
+        assert_eq!(got, expected, "{args}");
+    }
+
+    use FieldType::{Boolean as B, Integer as I, String as S};
+    use Location::{Body, Header, Path, Query};
+
+    #[test]
+    fn places_fields_by_location() {
+        let p = plan(
+            "GET",
+            "https://api.example/v1/customers/{id}/orders?limit=5",
+            vec![
+                rule("id", "customerId", S, Path),
+                rule("status", "state", S, Query),
+                rule("active", "active", B, Query),
+                rule("X-Trace-Tag", "tag", S, Header),
+                rule("page", "page", I, Query),
+            ],
+        );
+        check(
+            &p,
+            r#"{"customerId":"a/b c?d#e%","state":"open&x=1","active":true,"tag":"t1","page":2}"#,
+            "GET https://api.example/v1/customers/a%2Fb%20c%3Fd%23e%25/orders?limit=5&status=open%26x%3D1&active=true&page=2 | x-api=k1,x-trace-tag=t1,accept=application/json | ",
+        );
+        check(&p, r#"{"customerId":"é"}"#, "GET https://api.example/v1/customers/%C3%A9/orders?limit=5 | x-api=k1,accept=application/json | ");
+        check(
+            &p,
+            r#"{"state":"x"}"#,
+            "error: Invalid argument 'customerId': required field is missing.",
+        );
+        check(
+            &p,
+            r#"{"customerId":"1","tag":"a\nb"}"#,
+            "error: Invalid argument 'tag': value cannot be sent as a header.",
+        );
+        check(&p, r#"{"_schema_discovery":true}"#, "error: This tool's input schema has not been discovered. Call discover_tool_schema for this tool first, then call it again with real arguments.");
+        check(&p, r#"{"_schema_discovery":true,"customerId":"7"}"#, "GET https://api.example/v1/customers/7/orders?limit=5 | x-api=k1,accept=application/json | ");
+    }
+
+    #[test]
+    fn body_only_when_needed() {
+        let p = plan(
+            "POST",
+            "http://h/x",
+            vec![rule("a.b", "x", S, Body), rule("q", "q", I, Query)],
+        );
+        check(
+            &p,
+            r#"{"x":"v","q":1}"#,
+            r#"POST http://h/x?q=1 | x-api=k1,accept=application/json,content-type=application/json | {"a":{"b":"v"}}"#,
+        );
+        check(
+            &p,
+            r#"{}"#,
+            r#"POST http://h/x | x-api=k1,accept=application/json,content-type=application/json | {}"#,
+        );
+        let p = plan("DELETE", "http://h/x", vec![rule("q", "q", I, Query)]);
+        check(
+            &p,
+            r#"{"q":1}"#,
+            "DELETE http://h/x?q=1 | x-api=k1,accept=application/json | ",
+        );
+        check(
+            &p,
+            r#"[1]"#,
+            "error: Invalid arguments: arguments must be a JSON object.",
+        );
+    }
+}
