@@ -96,13 +96,21 @@ impl Report {
         });
     }
 
-    /// Pushes unless the same problem was already recorded at index `since` or later: the plan
-    /// compiler and these checks may see the same fault, which is said once.
+    /// Pushes a plan problem unless the catalog's own checks already reported the same message, or
+    /// any problem for the same field, at index `since` or later: the plan compiler re-checks paths
+    /// the catalog checks too, and one problem should be reported once, in the catalog's words.
     fn push_once(&mut self, since: usize, loc: &Loc, message: String) {
-        let seen = self
-            .problems
-            .get(since..)
-            .is_some_and(|recent| recent.iter().any(|p| p.loc == *loc && p.message == message));
+        let field = loc.steps().last().filter(|(kind, _)| kind.ends_with("field"));
+        let seen = self.problems.get(since..).is_some_and(|recent| {
+            recent.iter().any(|p| {
+                (p.loc == *loc && p.message == message)
+                    || field.is_some_and(|(_, name)| {
+                        p.loc.steps().last().is_some_and(|(kind, other)| {
+                            kind.ends_with("field") && other == name
+                        })
+                    })
+            })
+        });
         if !seen {
             self.push(loc, message);
         }
@@ -239,6 +247,13 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
     }
 
     if report.problems.is_empty() {
+        // Every plan compiled: a failed compile always leaves a problem in the report.
+        let plans = plans
+            .into_iter()
+            .map(|toolsets: Vec<Vec<Option<Arc<ToolPlan>>>>| {
+                toolsets.into_iter().map(|tools| tools.into_iter().flatten().collect()).collect()
+            })
+            .collect();
         Ok(Validated { plans })
     } else {
         Err(report)
@@ -307,7 +322,8 @@ fn check_name_clashes(report: &mut Report, tloc: &Loc, tenant: &super::model::Te
     }
 }
 
-fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Arc<ToolPlan> {
+/// Checks one tool; its compiled plan, or `None` when compiling it reported problems.
+fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Option<Arc<ToolPlan>> {
     let since = report.problems.len();
     if !is_valid_tool_name(&tool.name) {
         report.push(
@@ -324,7 +340,7 @@ fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Arc<ToolPlan> {
     check_rules(report, loc, "field", &tool.inputs, true);
     check_rules(report, loc, "output field", &tool.outputs, false);
     match ToolPlan::compile(tool) {
-        Ok(plan) => Arc::new(plan),
+        Ok(plan) => Some(Arc::new(plan)),
         Err(problems) => {
             for problem in problems {
                 let at = match &problem.field {
@@ -333,7 +349,7 @@ fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Arc<ToolPlan> {
                 };
                 report.push_once(since, &at, problem.message);
             }
-            Arc::new(ToolPlan::default())
+            None
         }
     }
 }
