@@ -1,11 +1,17 @@
 //! The `sluice` binary: parses flags, builds the configuration, binds, and calls `sluice::serve`.
 //!
 //! Nothing else lives here: no request handling, no configuration semantics beyond flags.
+//! Subcommands: `serve --config FILE` (production), `check --config FILE` (validation, exit 0/1),
+//! `demo` (the bundled demo configuration over demo APIs on loopback).
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use sluice::catalog::{self, Catalog};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -20,15 +26,30 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve MCP over HTTP until SIGINT or SIGTERM, then drain.
+    /// Serve the configured tenants until SIGINT or SIGTERM, then drain. SIGHUP reloads the file.
     Serve {
+        /// The configuration file (`sluice.toml`).
+        #[arg(long)]
+        config: PathBuf,
+        /// Address to listen on (default: `[server] listen` from the file).
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+    },
+    /// Validate a configuration file and print every problem with its location.
+    Check {
+        /// The configuration file.
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Serve the bundled demo: demo APIs on loopback exposed as tools of tenant `demo`.
+    Demo {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
     },
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -36,23 +57,101 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
+    if let Command::Check { config } = &cli.command {
+        let ok = catalog::check(config, &mut std::io::stdout().lock());
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("building the tokio runtime")?;
     match cli.command {
-        Command::Serve { listen } => runtime.block_on(serve(listen)),
+        Command::Serve { config, listen } => runtime.block_on(serve(&config, listen))?,
+        Command::Demo { listen } => runtime.block_on(demo(listen))?,
+        Command::Check { .. } => {}
     }
+    Ok(ExitCode::SUCCESS)
 }
 
-async fn serve(listen: SocketAddr) -> anyhow::Result<()> {
+async fn serve(path: &Path, listen: Option<SocketAddr>) -> anyhow::Result<()> {
+    let catalog = match Catalog::load(path) {
+        Ok(catalog) => Arc::new(catalog),
+        Err(report) => anyhow::bail!("{} is invalid:\n{report}", path.display()),
+    };
+    let listen = match listen {
+        Some(addr) => addr,
+        None => {
+            let snapshot = catalog.current();
+            let configured = &snapshot.settings().listen;
+            configured
+                .parse()
+                .with_context(|| format!("[server] listen = {configured:?} is not an address"))?
+        }
+    };
+    reload_on_sighup(Arc::clone(&catalog))?;
+    run(listen, sluice::ServeConfig::from_catalog(catalog), |_| ()).await
+}
+
+async fn demo(listen: SocketAddr) -> anyhow::Result<()> {
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding the demo API")?;
+    let api_base = format!("http://{}", api.local_addr()?);
+    tokio::spawn(sluice::demo::serve_api(api, std::future::pending()));
+    let text = sluice::demo::config_text(&api_base);
+    let config = catalog::load::parse(&text, "demo")
+        .map_err(|err| anyhow::anyhow!("the bundled demo configuration: {err}"))?;
+    let catalog = match Catalog::from_config(&config) {
+        Ok(catalog) => Arc::new(catalog),
+        Err(report) => anyhow::bail!("the bundled demo configuration is invalid:\n{report}"),
+    };
+    run(listen, sluice::ServeConfig::from_catalog(catalog), |addr| {
+        println!("{}", sluice::demo::banner(addr));
+    })
+    .await
+}
+
+/// Binds, announces, serves until SIGINT/SIGTERM, drains.
+async fn run(
+    listen: SocketAddr,
+    config: sluice::ServeConfig,
+    announce: impl FnOnce(SocketAddr),
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding {listen}"))?;
-    tracing::info!(addr = %listener.local_addr()?, "listening");
-    let config = sluice::ServeConfig::default();
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "listening");
+    announce(addr);
     sluice::serve(listener, config, shutdown_signal()?).await?;
     tracing::info!("drained; exiting");
+    Ok(())
+}
+
+/// Reloads the catalog on every SIGHUP; a failed reload keeps the current catalog.
+fn reload_on_sighup(catalog: Arc<Catalog>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangup = signal(SignalKind::hangup()).context("installing SIGHUP handler")?;
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            let catalog = Arc::clone(&catalog);
+            match tokio::task::spawn_blocking(move || catalog.reload()).await {
+                Ok(Ok(outcome)) => tracing::info!(
+                    version = outcome.version,
+                    changed = outcome.changed.len(),
+                    "SIGHUP: catalog reloaded"
+                ),
+                Ok(Err(report)) => {
+                    tracing::warn!(%report, "SIGHUP: reload refused; keeping the current catalog")
+                }
+                Err(err) => tracing::error!(%err, "SIGHUP: reload task failed"),
+            }
+        }
+    });
     Ok(())
 }
 

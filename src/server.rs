@@ -14,9 +14,14 @@ use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use tokio::sync::{mpsc, Notify};
 
+use crate::admin;
+use crate::catalog::model::{Config, ServerSettings};
+use crate::catalog::Catalog;
 use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
 use crate::http::{server, Drain, Error, Limits};
+use crate::invoke::{Invoker, InvokerConfig};
+use crate::rest::Rest;
 use crate::transport::{self, streamable};
 
 /// Everything `serve` needs besides the listener.
@@ -31,6 +36,12 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<String>,
     /// Answer MCP requests as SSE when the client accepts JSON and SSE equally.
     pub prefer_sse: bool,
+    /// The live catalog the surfaces read (an empty one by default).
+    pub catalog: Arc<Catalog>,
+    /// The bearer token `POST /admin/reload` requires; the endpoint answers 404 when unset.
+    pub admin_token: Option<String>,
+    /// Downstream client settings.
+    pub invoker: InvokerConfig,
     /// Test-only routes under `/__test/` (see [`TestHooks`]); `None` in production.
     #[doc(hidden)]
     pub test_hooks: Option<Arc<TestHooks>>,
@@ -43,8 +54,44 @@ impl Default for ServeConfig {
             sse_keepalive: transport::DEFAULT_SSE_KEEPALIVE,
             allowed_origins: Vec::new(),
             prefer_sse: false,
+            catalog: Arc::new(empty_catalog()),
+            admin_token: None,
+            invoker: InvokerConfig::default(),
             test_hooks: None,
         }
+    }
+}
+
+impl ServeConfig {
+    /// The configuration the `[server]` settings of the catalog's file describe.
+    pub fn from_catalog(catalog: Arc<Catalog>) -> Self {
+        let snapshot = catalog.current();
+        let settings: &ServerSettings = snapshot.settings();
+        Self {
+            limits: Limits {
+                max_connections: settings.max_connections,
+                max_body_bytes: settings.max_body_bytes,
+                drain_grace: Duration::from_secs(settings.drain_secs),
+                header_read_timeout: Duration::from_secs(settings.header_read_timeout_secs),
+                h2_max_concurrent_streams: settings.h2_max_concurrent_streams,
+            },
+            sse_keepalive: Duration::from_secs(settings.keepalive_secs),
+            allowed_origins: settings.allowed_origins.clone(),
+            prefer_sse: settings.prefer_sse,
+            admin_token: settings.admin_token.clone(),
+            invoker: InvokerConfig::from_server_settings(settings),
+            catalog,
+            test_hooks: None,
+        }
+    }
+}
+
+/// A catalog with no tenants: every tenant-scoped route answers 404.
+fn empty_catalog() -> Catalog {
+    match Catalog::from_config(&Config::default()) {
+        Ok(catalog) => catalog,
+        // An empty configuration has nothing to be wrong with.
+        Err(report) => unreachable!("the empty configuration is invalid: {report}"),
     }
 }
 
@@ -65,6 +112,8 @@ pub struct TestHooks {
 /// State shared by every request (read-only after start).
 struct State {
     mcp: streamable::Settings,
+    rest: Rest,
+    admin_token: Option<String>,
     drain: Drain,
     test_hooks: Option<Arc<TestHooks>>,
 }
@@ -84,6 +133,12 @@ pub async fn serve(
             prefer_sse: config.prefer_sse,
             max_body_bytes: config.limits.max_body_bytes,
         },
+        rest: Rest {
+            catalog: config.catalog,
+            invoker: Arc::new(Invoker::new(config.invoker)),
+            max_body_bytes: config.limits.max_body_bytes,
+        },
+        admin_token: config.admin_token,
         drain: drain.clone(),
         test_hooks: config.test_hooks,
     });
@@ -113,11 +168,14 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         Route::LegacySse(_) | Route::LegacyMessages(_) => {
             Err(Error::NotImplemented("the HTTP+SSE (2024-11-05) transport"))
         }
-        Route::RestTools(_) | Route::RestCall(..) => Err(Error::NotImplemented("the REST surface")),
+        Route::RestTools(target) => state.rest.list_tools(&target),
+        Route::RestCall(target, name) => state.rest.call_tool(&parts, body, &target, &name).await,
         Route::BosPlatform => Err(Error::NotImplemented("the BOS platform app")),
         Route::ProtectedResource(_) => Err(Error::NotImplemented("protected-resource metadata")),
         Route::Metrics => Err(Error::NotImplemented("metrics")),
-        Route::AdminReload => Err(Error::NotImplemented("catalog reload")),
+        Route::AdminReload => {
+            admin::reload(&state.rest.catalog, state.admin_token.as_deref(), &parts).await
+        }
     };
     result.unwrap_or_else(Error::into_response)
 }

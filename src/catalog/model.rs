@@ -39,6 +39,16 @@ pub struct ServerSettings {
     pub downstream_connect_timeout_ms: u64,
     /// Default downstream request timeout in milliseconds, when a tool sets none.
     pub downstream_timeout_ms: u64,
+    /// How long a client may take to send request headers, in seconds (HTTP/1.1).
+    pub header_read_timeout_secs: u64,
+    /// Concurrent streams allowed per HTTP/2 connection.
+    pub h2_max_concurrent_streams: u32,
+    /// Browser origins allowed besides the server's own; any other `Origin` is refused (403).
+    pub allowed_origins: Vec<String>,
+    /// Answer MCP requests as SSE when the client accepts JSON and SSE equally.
+    pub prefer_sse: bool,
+    /// Interval between `: keepalive` comments on idle SSE streams, in seconds.
+    pub keepalive_secs: u64,
 }
 
 impl Default for ServerSettings {
@@ -52,6 +62,11 @@ impl Default for ServerSettings {
             downstream_pool_idle_per_host: 64,
             downstream_connect_timeout_ms: 2_000,
             downstream_timeout_ms: 30_000,
+            header_read_timeout_secs: 10,
+            h2_max_concurrent_streams: 256,
+            allowed_origins: Vec::new(),
+            prefer_sse: false,
+            keepalive_secs: 15,
         }
     }
 }

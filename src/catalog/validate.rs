@@ -100,14 +100,18 @@ impl Report {
     /// any problem for the same field, at index `since` or later: the plan compiler re-checks paths
     /// the catalog checks too, and one problem should be reported once, in the catalog's words.
     fn push_once(&mut self, since: usize, loc: &Loc, message: String) {
-        let field = loc.steps().last().filter(|(kind, _)| kind.ends_with("field"));
+        let field = loc
+            .steps()
+            .last()
+            .filter(|(kind, _)| kind.ends_with("field"));
         let seen = self.problems.get(since..).is_some_and(|recent| {
             recent.iter().any(|p| {
                 (p.loc == *loc && p.message == message)
                     || field.is_some_and(|(_, name)| {
-                        p.loc.steps().last().is_some_and(|(kind, other)| {
-                            kind.ends_with("field") && other == name
-                        })
+                        p.loc
+                            .steps()
+                            .last()
+                            .is_some_and(|(kind, other)| kind.ends_with("field") && other == name)
                     })
             })
         });
@@ -251,7 +255,10 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
         let plans = plans
             .into_iter()
             .map(|toolsets: Vec<Vec<Option<Arc<ToolPlan>>>>| {
-                toolsets.into_iter().map(|tools| tools.into_iter().flatten().collect()).collect()
+                toolsets
+                    .into_iter()
+                    .map(|tools| tools.into_iter().flatten().collect())
+                    .collect()
             })
             .collect();
         Ok(Validated { plans })

@@ -19,10 +19,34 @@ use tokio::net::TcpListener;
 
 /// The demo customers: (id, name, email, town, street).
 const CUSTOMERS: &[(&str, &str, &str, &str, &str)] = &[
-    ("c-100", "Ada Lovelace", "ada@example.com", "London", "12 St James's Square"),
-    ("c-101", "Grace Hopper", "grace@example.com", "Arlington", "1 Navy Yard"),
-    ("c-102", "Alan Turing", "alan@example.com", "London", "78 High Street"),
-    ("c-103", "Edsger Dijkstra", "edsger@example.com", "Austin", "2 Loop Road"),
+    (
+        "c-100",
+        "Ada Lovelace",
+        "ada@example.com",
+        "London",
+        "12 St James's Square",
+    ),
+    (
+        "c-101",
+        "Grace Hopper",
+        "grace@example.com",
+        "Arlington",
+        "1 Navy Yard",
+    ),
+    (
+        "c-102",
+        "Alan Turing",
+        "alan@example.com",
+        "London",
+        "78 High Street",
+    ),
+    (
+        "c-103",
+        "Edsger Dijkstra",
+        "edsger@example.com",
+        "Austin",
+        "2 Loop Road",
+    ),
 ];
 
 /// Largest request body the demo API reads.
@@ -34,7 +58,9 @@ struct State {
 
 /// Serves the demo API on `listener` until `shutdown` resolves.
 pub async fn serve_api(listener: TcpListener, shutdown: impl Future<Output = ()>) {
-    let state = Arc::new(State { next_order: AtomicU64::new(5000) });
+    let state = Arc::new(State {
+        next_order: AtomicU64::new(5000),
+    });
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -52,7 +78,10 @@ pub async fn serve_api(listener: TcpListener, shutdown: impl Future<Output = ()>
     }
 }
 
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
@@ -69,7 +98,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Fu
                 .filter(|c| town.as_deref().is_none_or(|t| c.3.eq_ignore_ascii_case(t)))
                 .map(customer_json)
                 .collect();
-            (StatusCode::OK, json!({ "count": items.len(), "items": items }))
+            (
+                StatusCode::OK,
+                json!({ "count": items.len(), "items": items }),
+            )
         }
         (&Method::POST, ["crm", "orders"]) => {
             let body = match req.into_body().collect().await {
@@ -81,7 +113,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Fu
             } else {
                 match serde_json::from_slice::<Value>(&body) {
                     Ok(order) => {
-                        let lines = order.get("lines").and_then(Value::as_array).map_or(0, Vec::len);
+                        let lines = order
+                            .get("lines")
+                            .and_then(Value::as_array)
+                            .map_or(0, Vec::len);
                         let number = state.next_order.fetch_add(1, Ordering::Relaxed);
                         (
                             StatusCode::CREATED,
@@ -102,9 +137,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Fu
     let body = serde_json::to_vec(&reply.1).unwrap_or_default();
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = reply.0;
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     Ok(response)
 }
 
@@ -122,7 +158,9 @@ fn query_param(query: &str, name: &str) -> Option<String> {
     query.split('&').find_map(|pair| {
         let (key, value) = pair.split_once('=')?;
         (key == name).then(|| {
-            percent_encoding::percent_decode_str(value).decode_utf8_lossy().replace('+', " ")
+            percent_encoding::percent_decode_str(value)
+                .decode_utf8_lossy()
+                .replace('+', " ")
         })
     })
 }

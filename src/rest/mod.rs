@@ -1,3 +1,196 @@
-//! The REST surface (`GET …/tools`, `POST …/tools/{name}`) over the catalog and invoke code.
+//! The REST surface: `GET /runtime/{tenant}/{client}/tools` lists the visible tools with their
+//! published schemas, `POST /runtime/{tenant}/{client}/tools/{name}` invokes one with a JSON
+//! object body and answers the translated result.
 //!
-//! Must not duplicate MCP logic.
+//! Owns only the REST shapes: listing bytes come precomputed from the catalog snapshot, calls go
+//! through [`crate::invoke`], and every failure becomes an [`http::Error`](crate::http::Error)
+//! (the one place that maps errors to statuses). Must not duplicate MCP logic: the same catalog
+//! entries and the same invoker serve MCP `tools/list` and `tools/call`.
+//!
+//! Status codes: 200 with the result; 400 invalid JSON or arguments (JSON-RPC code -32602);
+//! 404 unknown tenant, client or tool; 413/415 from the body rules; 502 downstream failure;
+//! 504 downstream timeout. Every answer carries `X-Execution-Id`, and `X-External-Correlation-Id`
+//! when the client's `X-Correlation-Id` passed the acceptance rules.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use http::header::CONTENT_TYPE;
+use http::request::Parts;
+use http::{Response, StatusCode};
+
+use crate::catalog::{self, Catalog};
+use crate::http::error::SERVER_ERROR;
+use crate::http::negotiate::is_json_content_type;
+use crate::http::response::{self, Body};
+use crate::http::{body, Error, Target};
+use crate::invoke::{
+    CallContext, CorrelationPolicy, ErrorClass, InvokeError, Invoker,
+    EXTERNAL_CORRELATION_ID_HEADER,
+};
+use crate::jsonrpc::ErrorCode;
+
+/// Response header carrying the execution id the runtime generated for a call.
+pub const EXECUTION_ID_HEADER: &str = "x-execution-id";
+
+/// What the REST handlers share.
+#[derive(Debug, Clone)]
+pub struct Rest {
+    /// The live catalog; each request reads the snapshot current when it starts.
+    pub catalog: Arc<Catalog>,
+    /// The shared downstream client.
+    pub invoker: Arc<Invoker>,
+    /// Largest request body accepted (413 past it).
+    pub max_body_bytes: usize,
+}
+
+impl Rest {
+    /// `GET …/tools`: `{"tools":[…]}` copied from the snapshot's precomputed listing bytes.
+    pub fn list_tools(&self, target: &Target<'_>) -> Result<Response<Body>, Error> {
+        let snapshot = self.catalog.current();
+        let view = snapshot
+            .client(&target.tenant, &target.client)
+            .ok_or_else(|| not_found("unknown tenant or client application"))?;
+        let mut buf = BytesMut::with_capacity(view.tools_list_len() + 16);
+        buf.extend_from_slice(b"{\"tools\":");
+        view.write_tools_list(&mut buf);
+        buf.extend_from_slice(b"}");
+        Ok(response::json(StatusCode::OK, buf.freeze()))
+    }
+
+    /// `POST …/tools/{name}`: validates and translates the JSON object body, calls the
+    /// downstream, answers the translated result.
+    pub async fn call_tool<B>(
+        &self,
+        parts: &Parts,
+        body: B,
+        target: &Target<'_>,
+        name: &str,
+    ) -> Result<Response<Body>, Error>
+    where
+        B: http_body::Body,
+        B::Error: std::fmt::Display,
+    {
+        let ctx = CallContext::from_headers(&parts.headers);
+        let result = self.call_inner(parts, body, target, name, &ctx).await;
+        let mut response = result.unwrap_or_else(Error::into_response);
+        let headers = response.headers_mut();
+        headers.insert(EXECUTION_ID_HEADER, ctx.execution_id.header_value());
+        if let Some(external) = &ctx.external_correlation_id {
+            headers.insert(
+                EXTERNAL_CORRELATION_ID_HEADER,
+                external.header_value().clone(),
+            );
+        }
+        Ok(response)
+    }
+
+    async fn call_inner<B>(
+        &self,
+        parts: &Parts,
+        body: B,
+        target: &Target<'_>,
+        name: &str,
+        ctx: &CallContext,
+    ) -> Result<Response<Body>, Error>
+    where
+        B: http_body::Body,
+        B::Error: std::fmt::Display,
+    {
+        // Resolve before reading the body: an unknown tool is 404 whatever was sent.
+        let snapshot = self.catalog.current();
+        let view = snapshot
+            .client(&target.tenant, &target.client)
+            .ok_or_else(|| not_found("unknown tenant or client application"))?;
+        let is_discovery = name == catalog::schema::DISCOVER_TOOL_NAME && view.needs_discovery();
+        let tool = match view.tool(name) {
+            Some(tool) => Some(tool),
+            None if is_discovery => None,
+            None => return Err(not_found("unknown tool")),
+        };
+
+        // A body with a declared type must be JSON; a missing Content-Type is read as JSON, as
+        // curl users expect.
+        if let Some(content_type) = parts.headers.get(CONTENT_TYPE) {
+            if !is_json_content_type(content_type.as_bytes()) {
+                return Err(Error::UnsupportedMediaType("expected application/json"));
+            }
+        }
+        let declared = body::content_length(&parts.headers);
+        let mut buf = body::collect_limited(body, declared, self.max_body_bytes).await?;
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            buf.clear();
+            buf.extend_from_slice(b"{}");
+        }
+        let args = simd_json::to_borrowed_value(&mut buf)
+            .map_err(|_| invalid_arguments("the body is not valid JSON".into()))?;
+        if !matches!(args, simd_json::BorrowedValue::Object(_)) {
+            return Err(invalid_arguments(
+                "the body must be a JSON object of arguments".into(),
+            ));
+        }
+
+        let Some(tool) = tool else {
+            return discover(&snapshot, target, &args);
+        };
+        let policy =
+            CorrelationPolicy::from_model(&tool.correlation).map_err(|_| Error::Internal)?;
+        let output = self
+            .invoker
+            .call(&tool.plan, &policy, ctx, &args)
+            .await
+            .map_err(invoke_error)?;
+        Ok(response::json(StatusCode::OK, output.body))
+    }
+}
+
+/// `POST …/tools/discover_tool_schema` with `{"tool_id": "…"}`.
+fn discover(
+    snapshot: &catalog::Snapshot,
+    target: &Target<'_>,
+    args: &simd_json::BorrowedValue<'_>,
+) -> Result<Response<Body>, Error> {
+    use simd_json::prelude::*;
+    let tool_id = args
+        .get("tool_id")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| invalid_arguments("'tool_id' (a string) is required".into()))?;
+    let found = catalog::discover(snapshot, &target.tenant, &target.client, tool_id)
+        .map_err(|_| not_found("unknown tool"))?;
+    Ok(response::json(StatusCode::OK, found.to_json()))
+}
+
+/// How an invocation failure is answered on the REST surface.
+fn invoke_error(err: InvokeError) -> Error {
+    let message = err.safe_message();
+    match err.class() {
+        ErrorClass::InvalidArguments => invalid_arguments(message),
+        ErrorClass::Timeout => {
+            tracing::warn!(error = %err, "downstream timeout");
+            Error::GatewayTimeout { message, id: None }
+        }
+        ErrorClass::Downstream => {
+            tracing::warn!(error = %err, "downstream failure");
+            Error::BadGateway { message, id: None }
+        }
+    }
+}
+
+fn invalid_arguments(message: Cow<'static, str>) -> Error {
+    Error::JsonRpc {
+        status: StatusCode::BAD_REQUEST,
+        code: ErrorCode::INVALID_PARAMS,
+        message,
+        id: None,
+    }
+}
+
+fn not_found(message: &'static str) -> Error {
+    Error::JsonRpc {
+        status: StatusCode::NOT_FOUND,
+        code: SERVER_ERROR,
+        message: Cow::Borrowed(message),
+        id: None,
+    }
+}

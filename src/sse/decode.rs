@@ -539,7 +539,10 @@ mod tests {
     #[test]
     fn simple_message() {
         check(b"data: hello\n\n", &["|hello"]);
-        check(b"event: message\ndata: {\"a\":1}\n\n", &["message|{\"a\":1}"]);
+        check(
+            b"event: message\ndata: {\"a\":1}\n\n",
+            &["message|{\"a\":1}"],
+        );
     }
 
     #[test]
@@ -635,7 +638,10 @@ mod tests {
 
     #[test]
     fn id_with_nul_ignored() {
-        check(b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\n", &["|a|id=1", "|b|id=1"]);
+        check(
+            b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\n",
+            &["|a|id=1", "|b|id=1"],
+        );
     }
 
     #[test]
@@ -678,7 +684,10 @@ mod tests {
 
     #[test]
     fn priming_event_is_dispatched_with_empty_data() {
-        check(b"retry: 500\nid: s.1.0\ndata: \n\n", &["||id=s.1.0|retry=500"]);
+        check(
+            b"retry: 500\nid: s.1.0\ndata: \n\n",
+            &["||id=s.1.0|retry=500"],
+        );
     }
 
     #[test]
@@ -723,7 +732,10 @@ mod tests {
             ["|1", "|2", "|3"]
         );
         // Once failed, always failed.
-        assert_eq!(run(&[b"data: 1234567890\n\n", b"data: 1\n\n"], max), ["error"]);
+        assert_eq!(
+            run(&[b"data: 1234567890\n\n", b"data: 1\n\n"], max),
+            ["error"]
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The integration test binary: one module per topic, all over real sockets on 127.0.0.1.
 
 mod catalog;
+mod cli;
 mod http;
 mod invoke;
 mod jsonrpc;
+mod rest;
 mod sse;
