@@ -612,8 +612,16 @@ fn check_parameter(
             return Err(format!(
                 "the source of a {what} field must be one {} name{} (the exposed path may \
                  nest in objects)",
-                if location == Location::Header { "header" } else { "parameter" },
-                if location == Location::Query { ", optionally ending in [*]" } else { "" },
+                if location == Location::Header {
+                    "header"
+                } else {
+                    "parameter"
+                },
+                if location == Location::Query {
+                    ", optionally ending in [*]"
+                } else {
+                    ""
+                },
             ))
         }
     };
@@ -1100,7 +1108,11 @@ mod tests {
             &["a: the source of a query field must be one parameter name, optionally ending in [*]"],
         );
         check(
-            &tool("GET", "http://h/x", vec![rule("a[*][*]", "a[*][*]", Str, Query)]),
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("a[*][*]", "a[*][*]", Str, Query)],
+            ),
             &["a[*][*]: the source of a query field must be one parameter name"],
         );
         check(
@@ -1116,11 +1128,19 @@ mod tests {
         );
         // The `[*]` structure must still line up.
         check(
-            &tool("GET", "http://h/x", vec![rule("r", "regions[*]", Str, Query)]),
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("r", "regions[*]", Str, Query)],
+            ),
             &["regions[*]: source path \"r\" and exposed path do not have the same [*] structure"],
         );
         check(
-            &tool("GET", "http://h/x", vec![rule("r[*]", "s[*].r", Str, Query)]),
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("r[*]", "s[*].r", Str, Query)],
+            ),
             &["same [*] structure"],
         );
         check(
@@ -1149,7 +1169,11 @@ mod tests {
             &["nested arrays cannot be sent in a query"],
         );
         check(
-            &tool("GET", "http://h/x", vec![rule("x[*]", "x[*]", Object, Query)]),
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("x[*]", "x[*]", Object, Query)],
+            ),
             &["arrays of objects"],
         );
         check(
@@ -1166,7 +1190,11 @@ mod tests {
             &["a: a header field must be a single scalar value, not an object or array (a list could be sent comma-joined, but header values are not joined)"],
         );
         check(
-            &tool("GET", "http://h/x", vec![rule("X-A[*]", "a[*]", Str, Header)]),
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("X-A[*]", "a[*]", Str, Header)],
+            ),
             &["a[*]: a header field must be a single scalar value, not an array (a list could"],
         );
         check(
@@ -1177,7 +1205,11 @@ mod tests {
             ],
         );
         check(
-            &tool("GET", "http://h/x/{a}", vec![rule("a[*]", "a[*]", Str, Path)]),
+            &tool(
+                "GET",
+                "http://h/x/{a}",
+                vec![rule("a[*]", "a[*]", Str, Path)],
+            ),
             &[
                 "a[*]: a path field must be a single scalar value, not an array",
                 "no input field with location \"path\" naming it",
@@ -1226,10 +1258,7 @@ mod tests {
         let FromNode::Object(members) = &period.node else {
             panic!()
         };
-        let got: Vec<_> = members
-            .iter()
-            .map(|m| (&*m.path, m.required))
-            .collect();
+        let got: Vec<_> = members.iter().map(|m| (&*m.path, m.required)).collect();
         assert_eq!(got, [("period.from", true), ("period.to", false)]);
         let names: Vec<_> = plan.input.leaves.iter().map(|l| &*l.name).collect();
         assert_eq!(names, ["from", "to", "region"]);
