@@ -503,18 +503,22 @@ fn compile_translation(
             Direction::Input => rule.location,
             Direction::Output => Location::Body,
         };
+        let items = rule.items.unwrap_or(FieldType::String);
+        let ty = if from.is_array_leaf() {
+            // A `[*]` leaf names the elements: their type is the item type, or the field type
+            // when that is a scalar and no item type was given.
+            match (rule.items, rule.ty) {
+                (Some(t), _) => t,
+                (None, FieldType::Array) => FieldType::String,
+                (None, t) => t,
+            }
+        } else {
+            rule.ty
+        };
         let mut header = None;
         if location != Location::Body {
-            let scalar = !matches!(rule.ty, FieldType::Object | FieldType::Array);
-            if exposed.segments().len() != 1 || source.segments().len() != 1 || !scalar {
-                problems.push(PlanProblem::field(
-                    &rule.exposed,
-                    format!(
-                        "a {} field must be a scalar top-level field (one name on both paths, \
-                         not an object or array)",
-                        location_name(location)
-                    ),
-                ));
+            if let Err(msg) = check_parameter(location, &source, ty, items) {
+                problems.push(PlanProblem::field(&rule.exposed, msg));
                 continue;
             }
             if location == Location::Header {
@@ -567,18 +571,6 @@ fn compile_translation(
             // The to-side insertion stays: it only adds shape, never a value.
             continue;
         }
-        let items = rule.items.unwrap_or(FieldType::String);
-        let ty = if from.is_array_leaf() {
-            // A `[*]` leaf names the elements: their type is the item type, or the field type
-            // when that is a scalar and no item type was given.
-            match (rule.items, rule.ty) {
-                (Some(t), _) => t,
-                (None, FieldType::Array) => FieldType::String,
-                (None, t) => t,
-            }
-        } else {
-            rule.ty
-        };
         tr.leaves.push(Leaf {
             from_path: rule.exposed.as_str().into(),
             to: to_steps,
@@ -594,6 +586,68 @@ fn compile_translation(
     }
     finish_from(&mut tr.from, "", &tr.leaves, 0);
     tr
+}
+
+/// Checks a path, query or header field. The *source* is the parameter or header name, one
+/// member name (a query source may end in `[*]`); the *exposed* path may nest in objects, and
+/// its `[*]` structure has already been checked to line up with the source. `ty` is the leaf's
+/// type (of each element for a `[*]` leaf), `items` the element type of an `array` leaf.
+fn check_parameter(
+    location: Location,
+    source: &FieldPath,
+    ty: FieldType,
+    items: FieldType,
+) -> Result<(), String> {
+    let what = location_name(location);
+    let each = match source.segments() {
+        [Segment::Key(_)] => false,
+        [Segment::Key(_), Segment::Each] if location == Location::Query => true,
+        [Segment::Key(_), Segment::Each] => {
+            return Err(format!(
+                "a {what} field must be a single scalar value, not an array{}",
+                not_joined(location)
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "the source of a {what} field must be one {} name{} (the exposed path may \
+                 nest in objects)",
+                if location == Location::Header {
+                    "header"
+                } else {
+                    "parameter"
+                },
+                if location == Location::Query {
+                    ", optionally ending in [*]"
+                } else {
+                    ""
+                },
+            ))
+        }
+    };
+    let scalar = |t: FieldType| !matches!(t, FieldType::Object | FieldType::Array);
+    match (location, ty) {
+        (_, t) if scalar(t) => Ok(()),
+        (Location::Query, FieldType::Array) if !each && scalar(items) => Ok(()),
+        (Location::Query, _) => Err(
+            "a query field must be a scalar or an array of scalars (one key=value pair per \
+             element); objects, arrays of objects and nested arrays cannot be sent in a query"
+                .to_owned(),
+        ),
+        _ => Err(format!(
+            "a {what} field must be a single scalar value, not an object or array{}",
+            not_joined(location)
+        )),
+    }
+}
+
+/// Why header arrays are refused although HTTP could carry them.
+fn not_joined(location: Location) -> &'static str {
+    if location == Location::Header {
+        " (a list could be sent comma-joined, but header values are not joined)"
+    } else {
+        ""
+    }
 }
 
 fn location_name(location: Location) -> &'static str {
@@ -908,7 +962,7 @@ mod tests {
         }
     }
 
-    use FieldType::{Array, Integer, Object, String as Str};
+    use FieldType::{Array, Boolean, Integer, Number, Object, String as Str};
     use Location::*;
 
     #[test]
@@ -1007,15 +1061,159 @@ mod tests {
         );
     }
 
+    fn typed(mut r: FieldRule, items: FieldType) -> FieldRule {
+        r.items = Some(items);
+        r
+    }
+
+    #[test]
+    fn parameters_may_nest_and_query_arrays_compile() {
+        // Nested exposed paths for every non-body location, sharing a parent object.
+        check(
+            &tool(
+                "GET",
+                "http://h/c/{id}",
+                vec![
+                    rule("id", "customer.id", Integer, Path),
+                    rule("from", "period.from", Str, Query),
+                    rule("to", "period.to", Str, Query),
+                    rule("X-Lang", "prefs.lang", Str, Header),
+                    rule("deep", "a.b.c.d", Number, Query),
+                ],
+            ),
+            &[],
+        );
+        // Query arrays: an `array` field of scalars, or a `[*]` leaf on both sides.
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![
+                    rule("expand", "include", Array, Query),
+                    typed(rule("ids", "ids", Array, Query), Integer),
+                    rule("region[*]", "regions[*]", Str, Query),
+                    rule("flag[*]", "filter.flags[*]", Boolean, Query),
+                    typed(rule("n[*]", "numbers[*]", Array, Query), Number),
+                ],
+            ),
+            &[],
+        );
+    }
+
     #[test]
     fn location_problems() {
+        // Sources of non-body fields are one name (query: optionally `name[*]`).
         check(
             &tool("GET", "http://h/x", vec![rule("a.b", "a", Str, Query)]),
-            &["a: a query field must be a scalar top-level"],
+            &["a: the source of a query field must be one parameter name, optionally ending in [*]"],
         );
         check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("a[*][*]", "a[*][*]", Str, Query)],
+            ),
+            &["a[*][*]: the source of a query field must be one parameter name"],
+        );
+        check(
+            &tool("GET", "http://h/x/{a}", vec![rule("p.a", "a", Str, Path)]),
+            &[
+                "a: the source of a path field must be one parameter name (the exposed",
+                "no input field with location \"path\" naming it",
+            ],
+        );
+        check(
+            &tool("GET", "http://h/x", vec![rule("X-A.b", "a", Str, Header)]),
+            &["a: the source of a header field must be one header name (the exposed"],
+        );
+        // The `[*]` structure must still line up.
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("r", "regions[*]", Str, Query)],
+            ),
+            &["regions[*]: source path \"r\" and exposed path do not have the same [*] structure"],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("r[*]", "s[*].r", Str, Query)],
+            ),
+            &["same [*] structure"],
+        );
+        check(
+            &tool("GET", "http://h/x", vec![rule("r[*]", "r", Array, Query)]),
+            &["same [*] structure"],
+        );
+        // Query values: scalars or arrays of scalars only.
+        check(
+            &tool("GET", "http://h/x", vec![rule("x", "x", Object, Query)]),
+            &["x: a query field must be a scalar or an array of scalars"],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![typed(rule("x", "x", Array, Query), Object)],
+            ),
+            &["x: a query field must be a scalar or an array of scalars"],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![typed(rule("x", "x", Array, Query), Array)],
+            ),
+            &["nested arrays cannot be sent in a query"],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("x[*]", "x[*]", Object, Query)],
+            ),
+            &["arrays of objects"],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![typed(rule("x[*]", "x[*]", Array, Query), Array)],
+            ),
+            &["x[*]: a query field must be a scalar or an array of scalars"],
+        );
+        // Headers and path parameters stay scalar.
+        check(
             &tool("GET", "http://h/x", vec![rule("a", "a", Array, Header)]),
-            &["a: a header field must be a scalar"],
+            &["a: a header field must be a single scalar value, not an object or array (a list could be sent comma-joined, but header values are not joined)"],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("X-A[*]", "a[*]", Str, Header)],
+            ),
+            &["a[*]: a header field must be a single scalar value, not an array (a list could"],
+        );
+        check(
+            &tool("GET", "http://h/x/{a}", vec![rule("a", "a", Object, Path)]),
+            &[
+                "a: a path field must be a single scalar value, not an object or array",
+                "no input field with location \"path\" naming it",
+            ],
+        );
+        check(
+            &tool(
+                "GET",
+                "http://h/x/{a}",
+                vec![rule("a[*]", "a[*]", Str, Path)],
+            ),
+            &[
+                "a[*]: a path field must be a single scalar value, not an array",
+                "no input field with location \"path\" naming it",
+            ],
         );
         check(
             &tool(
@@ -1029,6 +1227,44 @@ mod tests {
             &tool("GET", "http://h/x", vec![rule("Host", "a", Str, Header)]),
             &["managed by the HTTP client"],
         );
+        // A nested exposed path still may not overlap another field's.
+        check(
+            &tool(
+                "GET",
+                "http://h/x",
+                vec![rule("a", "p", Str, Query), rule("b", "p.b", Str, Query)],
+            ),
+            &["p.b: exposed path p.b overlaps"],
+        );
+    }
+
+    #[test]
+    fn nested_parameters_share_their_parent_object() {
+        let mut from = rule("from", "period.from", Str, Query);
+        from.required = true;
+        let t = tool(
+            "GET",
+            "http://h/x",
+            vec![
+                from,
+                rule("to", "period.to", Str, Query),
+                rule("region[*]", "regions[*]", Str, Query),
+            ],
+        );
+        let plan = ToolPlan::compile(&t).unwrap();
+        assert_eq!(plan.input.from.len(), 2);
+        let period = &plan.input.from[0];
+        assert_eq!((&*period.key, period.required), ("period", true));
+        let FromNode::Object(members) = &period.node else {
+            panic!()
+        };
+        let got: Vec<_> = members.iter().map(|m| (&*m.path, m.required)).collect();
+        assert_eq!(got, [("period.from", true), ("period.to", false)]);
+        let names: Vec<_> = plan.input.leaves.iter().map(|l| &*l.name).collect();
+        assert_eq!(names, ["from", "to", "region"]);
+        assert_eq!(plan.input.leaves[2].ty, Str);
+        assert!(plan.input.to.is_empty());
+        assert!(!plan.sends_body);
     }
 
     #[test]
@@ -1042,7 +1278,7 @@ mod tests {
             &[
                 "invalid HTTP method",
                 "does not parse",
-                "scalar top-level",
+                "scalar or an array of scalars",
                 "http:// or https://",
                 "no input field",
             ],

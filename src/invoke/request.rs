@@ -1,7 +1,7 @@
 //! Building the downstream HTTP request from a plan and the caller's arguments.
 //!
 //! Owns the `_schema_discovery` rules, URL assembly (template literals, percent-encoded path
-//! segments, encoded query pairs), header placement and the JSON body. Pure: no IO, so benches
+//! segments, encoded query pairs — one pair per element for array fields), header placement and the JSON body. Pure: no IO, so benches
 //! and tests can build requests without a network. Must not send anything (`client` does).
 
 use std::fmt::Write as _;
@@ -89,13 +89,16 @@ pub fn build_request(
             continue;
         };
         match leaf.location {
-            Location::Query => {
-                url.push(if has_query { '&' } else { '?' });
-                has_query = true;
-                url.extend(percent_encoding::utf8_percent_encode(&leaf.name, COMPONENT));
-                url.push('=');
-                push_encoded(&mut url, value);
-            }
+            Location::Query => match value {
+                // An `array` field: one pair per element, in order; none for `[]`. (A `[*]`
+                // field already arrives here once per element.)
+                Value::Array(elements) => {
+                    for element in elements.iter() {
+                        push_pair(&mut url, &mut has_query, &leaf.name, element);
+                    }
+                }
+                scalar => push_pair(&mut url, &mut has_query, &leaf.name, scalar),
+            },
             Location::Header => {
                 let Some(name) = &leaf.header else { continue };
                 let mut text = String::new();
@@ -133,6 +136,15 @@ pub fn build_request(
     Ok(request)
 }
 
+/// Appends `?name=value` or `&name=value`, both percent-encoded.
+fn push_pair(url: &mut String, has_query: &mut bool, name: &str, value: &Value<'_>) {
+    url.push(if *has_query { '&' } else { '?' });
+    *has_query = true;
+    url.extend(percent_encoding::utf8_percent_encode(name, COMPONENT));
+    url.push('=');
+    push_encoded(url, value);
+}
+
 /// Appends a scalar's text form, percent-encoded as a URL component.
 fn push_encoded(url: &mut String, value: &Value<'_>) {
     match value {
@@ -147,7 +159,8 @@ fn push_encoded(url: &mut String, value: &Value<'_>) {
     }
 }
 
-/// Appends a scalar's text form: strings as they are, numbers and booleans as JSON writes them.
+/// Appends a scalar's text form: strings as they are (no quotes), numbers and booleans as JSON
+/// writes them (`1.5`, `1e300`, `true`).
 fn push_text(out: &mut String, value: &Value<'_>) {
     match value {
         Value::String(s) => out.push_str(s),
@@ -158,10 +171,7 @@ fn push_text(out: &mut String, value: &Value<'_>) {
         Value::Static(StaticNode::U64(n)) => {
             let _ = write!(out, "{n}");
         }
-        Value::Static(StaticNode::F64(n)) => {
-            let _ = write!(out, "{n}");
-        }
-        // Types are checked before this point; anything else is written as JSON.
+        // Floats (and anything else; types are checked before this point) as JSON.
         other => {
             let mut buf = BytesMut::new();
             super::translate::write_value(&mut buf, other);
@@ -249,7 +259,7 @@ mod tests {
         assert_eq!(got, expected, "{args}");
     }
 
-    use FieldType::{Boolean as B, Integer as I, String as S};
+    use FieldType::{Array as A, Boolean as B, Integer as I, Number as N, String as S};
     use Location::{Body, Header, Path, Query};
 
     #[test]
@@ -283,6 +293,72 @@ mod tests {
         );
         check(&p, r#"{"_schema_discovery":true}"#, "error: This tool's input schema has not been discovered. Call discover_tool_schema for this tool first, then call it again with real arguments.");
         check(&p, r#"{"_schema_discovery":true,"customerId":"7"}"#, "GET https://api.example/v1/customers/7/orders?limit=5 | x-api=k1,accept=application/json | ");
+    }
+
+    #[test]
+    fn nested_parameters_and_query_arrays() {
+        let mut from = rule("from", "period.from", S, Query);
+        from.required = true;
+        let mut ids = rule("id", "ids", A, Query);
+        ids.items = Some(I);
+        let mut nums = rule("n[*]", "filter.nums[*]", N, Query);
+        nums.items = Some(N);
+        let p = plan(
+            "GET",
+            "http://h/r/{c}",
+            vec![
+                rule("c", "customer.id", I, Path),
+                from,
+                rule("to", "period.to", S, Query),
+                rule("expand", "include", A, Query),
+                rule("region[*]", "regions[*]", S, Query),
+                ids,
+                nums,
+                rule("flag[*]", "flags[*]", B, Query),
+                rule("X-Lang", "prefs.lang", S, Header),
+            ],
+        );
+        check(
+            &p,
+            r#"{"customer":{"id":7},"period":{"from":"2024-01-01","to":"2024 Q1"},"include":["orders","a&b=c"],"regions":["north","süd"],"ids":[1,-2],"filter":{"nums":[1.5,2,1e300]},"flags":[true,false],"prefs":{"lang":"de"}}"#,
+            "GET http://h/r/7?from=2024-01-01&to=2024%20Q1&expand=orders&expand=a%26b%3Dc&region=north&region=s%C3%BCd&id=1&id=-2&n=1.5&n=2&n=1e300&flag=true&flag=false | x-api=k1,x-lang=de,accept=application/json | ",
+        );
+        // Empty arrays send nothing.
+        check(
+            &p,
+            r#"{"customer":{"id":7},"period":{"from":"x"},"include":[],"regions":[],"ids":[]}"#,
+            "GET http://h/r/7?from=x | x-api=k1,accept=application/json | ",
+        );
+        // Required-ness through the parent object, and types of nested and array members.
+        let missing = "error: Invalid argument 'period.from': required field is missing.";
+        check(&p, r#"{"customer":{"id":7}}"#, missing);
+        check(&p, r#"{"customer":{"id":7},"period":null}"#, missing);
+        check(&p, r#"{"customer":{"id":7},"period":{"to":"y"}}"#, missing);
+        check(
+            &p,
+            r#"{"period":{"from":"x"}}"#,
+            "error: Invalid argument 'customer.id': required field is missing.",
+        );
+        check(
+            &p,
+            r#"{"customer":{"id":7},"period":"2024"}"#,
+            "error: Invalid argument 'period': expected an object.",
+        );
+        check(
+            &p,
+            r#"{"customer":{"id":7},"period":{"from":"x"},"include":"orders"}"#,
+            "error: Invalid argument 'include': expected an array.",
+        );
+        check(
+            &p,
+            r#"{"customer":{"id":7},"period":{"from":"x"},"ids":[1,"2"]}"#,
+            "error: Invalid argument 'ids': element 1 must be an integer.",
+        );
+        check(
+            &p,
+            r#"{"customer":{"id":7},"period":{"from":"x"},"regions":["n",1]}"#,
+            "error: Invalid argument 'regions[*]': expected a string.",
+        );
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //!
 //! Choices a caller can rely on:
 //! - a `null` argument counts as absent (a required field set to `null` is missing);
+//! - a missing required field is named by its full exposed path, even when an enclosing object
+//!   is what is absent (`{}` for a required `period.from` reports `period.from`);
 //! - unknown argument members are ignored by default, or rejected with `UnknownFields::Reject`;
 //!   `_schema_discovery` is always ignored here (the request builder handles the only-argument
 //!   case);
@@ -99,7 +101,7 @@ impl<'p, 'v> Walk<'p, 'v> {
                 None | Some(Value::Static(StaticNode::Null)) => {
                     if self.check && member.required {
                         return Err(InvokeError::argument(
-                            &member.path,
+                            missing_path(self.tr, member),
                             ArgumentProblem::Missing,
                         ));
                     }
@@ -191,6 +193,28 @@ impl<'p, 'v> Walk<'p, 'v> {
             if items.len() < len {
                 items.resize_with(len, || Out::Empty);
             }
+        }
+    }
+}
+
+/// The field a missing required member stands for: the first required leaf below it, so that a
+/// missing `period` reports `period.from` (the field the caller has to supply). Required flags
+/// stop at arrays, so the chain is objects down to a leaf.
+fn missing_path<'p>(tr: &'p Translation, member: &'p FromChild) -> &'p str {
+    let mut member = member;
+    loop {
+        match &member.node {
+            FromNode::Object(children) => match children.iter().find(|c| c.required) {
+                Some(child) => member = child,
+                None => return &member.path,
+            },
+            FromNode::Leaf(idx) => {
+                return tr
+                    .leaves
+                    .get(*idx as usize)
+                    .map_or(&*member.path, |l| &*l.from_path)
+            }
+            FromNode::Array { .. } => return &member.path,
         }
     }
 }
@@ -537,12 +561,12 @@ mod tests {
         check(
             &p,
             r#"{}"#,
-            Err("Invalid argument 'customer': required field is missing."),
+            Err("Invalid argument 'customer.name': required field is missing."),
         );
         check(
             &p,
             r#"{"customer":null}"#,
-            Err("Invalid argument 'customer': required field is missing."),
+            Err("Invalid argument 'customer.name': required field is missing."),
         );
         check(
             &p,

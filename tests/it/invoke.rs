@@ -339,6 +339,187 @@ async fn places_every_location() {
     assert_eq!(json(&got.body), json(br#"{"filter":{"kind":"book"}}"#));
 }
 
+/// Nested exposed paths and both forms of array query parameters, as in the catalog fixture's
+/// `sales_report` and `get_customer`.
+const REPORT_TOOL: &str = r#"
+name = "sales_report"
+[downstream]
+kind = "rest"
+method = "GET"
+url = "http://{addr}/reports/{kind}?v=2"
+[[input]]
+source = "kind"
+exposed = "report.kind"
+location = "path"
+[[input]]
+source = "from"
+exposed = "period.from"
+format = "date"
+required = true
+location = "query"
+[[input]]
+source = "to"
+exposed = "period.to"
+location = "query"
+[[input]]
+source = "region[*]"
+exposed = "regions[*]"
+location = "query"
+[[input]]
+source = "expand"
+exposed = "include"
+type = "array"
+items = "string"
+location = "query"
+[[input]]
+source = "year"
+exposed = "filter.years"
+type = "array"
+items = "integer"
+location = "query"
+[[input]]
+source = "min[*]"
+exposed = "filter.minimums[*]"
+type = "number"
+location = "query"
+[[input]]
+source = "open[*]"
+exposed = "filter.open[*]"
+type = "boolean"
+location = "query"
+[[input]]
+source = "Accept-Language"
+exposed = "prefs.language"
+location = "header"
+"#;
+
+#[tokio::test]
+async fn sends_nested_and_array_query_parameters() {
+    let down = Downstream::start(|_| Script::Json(StatusCode::OK, "{}")).await;
+    let plan = tool(REPORT_TOOL, down.addr);
+    let invoker = invoker();
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"report":{"kind":"sales/eu"},"period":{"from":"2024-01-01","to":"2024-03-31"}}"#,
+            "/reports/sales%2Feu?v=2&from=2024-01-01&to=2024-03-31",
+        ),
+        // Only the required member of `period`.
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":"2024-01-01"}}"#,
+            "/reports/s?v=2&from=2024-01-01",
+        ),
+        // `[*]` leaves and `array` fields: one pair per element, in order, each encoded.
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":"a"},"regions":["north","south & west"],"include":["orders","addresses"]}"#,
+            "/reports/s?v=2&from=a&region=north&region=south%20%26%20west&expand=orders&expand=addresses",
+        ),
+        // Every scalar item type as JSON writes it, without quotes.
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":"a"},"filter":{"years":[2023,-1],"minimums":[0.5,10,1e21],"open":[true,false]}}"#,
+            "/reports/s?v=2&from=a&year=2023&year=-1&min=0.5&min=10&min=1e21&open=true&open=false",
+        ),
+        // Empty arrays send nothing; null counts as absent.
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":"a","to":null},"regions":[],"include":[],"filter":{"years":[]}}"#,
+            "/reports/s?v=2&from=a",
+        ),
+    ];
+    for (args, _) in cases {
+        call(&invoker, &plan, args).await.unwrap();
+    }
+    let got: Vec<String> = down.received().into_iter().map(|r| r.uri).collect();
+    let expected: Vec<&str> = cases.iter().map(|(_, uri)| *uri).collect();
+    assert_eq!(got, expected);
+
+    call(
+        &invoker,
+        &plan,
+        r#"{"report":{"kind":"s"},"period":{"from":"a"},"prefs":{"language":"de-CH"}}"#,
+    )
+    .await
+    .unwrap();
+    let last = down.received().pop().unwrap();
+    assert_eq!(last.headers["accept-language"], "de-CH");
+    assert!(last.body.is_empty());
+}
+
+#[tokio::test]
+async fn nested_query_fields_are_validated() {
+    let down = Downstream::start(|_| Script::Json(StatusCode::OK, "{}")).await;
+    let plan = tool(REPORT_TOOL, down.addr);
+    let invoker = invoker();
+    let cases: &[(&str, &str, &str)] = &[
+        // Required-ness of `period.from`: missing parent, null parent, missing member.
+        (
+            r#"{"report":{"kind":"s"}}"#,
+            "period.from",
+            "required field is missing",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":null}"#,
+            "period.from",
+            "required field is missing",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":{"to":"b"}}"#,
+            "period.from",
+            "required field is missing",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":null}}"#,
+            "period.from",
+            "required field is missing",
+        ),
+        // The path parameter is required through its parent too.
+        (
+            r#"{"period":{"from":"a"}}"#,
+            "report.kind",
+            "required field is missing",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":"2024"}"#,
+            "period",
+            "expected an object",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":1}}"#,
+            "period.from",
+            "expected a string",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":"a"},"include":"orders"}"#,
+            "include",
+            "expected an array",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":"a"},"filter":{"years":[1,2.5]}}"#,
+            "filter.years",
+            "element 1 must be an integer",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":"a"},"regions":["n",{}]}"#,
+            "regions[*]",
+            "expected a string",
+        ),
+        (
+            r#"{"report":{"kind":"s"},"period":{"from":"a"},"regions":"n"}"#,
+            "regions",
+            "expected an array",
+        ),
+    ];
+    for (args, field, problem) in cases {
+        let err = call(&invoker, &plan, args).await.unwrap_err();
+        assert!(err.is_invalid_arguments(), "{args}: {err}");
+        assert_eq!(err.field(), Some(*field), "{args}: {err}");
+        assert_eq!(
+            err.safe_message(),
+            format!("Invalid argument '{field}': {problem}."),
+            "{args}"
+        );
+    }
+    assert!(down.received().is_empty());
+}
+
 // === argument errors ===
 
 #[tokio::test]
@@ -348,7 +529,8 @@ async fn rejects_bad_arguments_without_calling_the_downstream() {
     let invoker = invoker();
     let cases: &[(&str, &str)] = &[
         (r#"{"customer":{"fullName":"A"}}"#, "customerId"),
-        (r#"{"customerId":"c"}"#, "customer"),
+        // A missing required object is reported as its required member.
+        (r#"{"customerId":"c"}"#, "customer.fullName"),
         (
             r#"{"customerId":"c","customer":{"addresses":[]}}"#,
             "customer.fullName",
@@ -745,7 +927,7 @@ fn plan_problems_name_each_class() {
                 "http://h/x",
                 &input("a", "a", "location = \"query\"\ntype = \"object\""),
             ),
-            "a: a query field must be a scalar top-level field",
+            "a: a query field must be a scalar or an array of scalars",
         ),
         (
             base(
@@ -753,7 +935,7 @@ fn plan_problems_name_each_class() {
                 "http://h/x",
                 &input("a.b", "a", "location = \"header\""),
             ),
-            "a: a header field must be a scalar top-level field",
+            "a: the source of a header field must be one header name",
         ),
         (
             base(
@@ -762,6 +944,30 @@ fn plan_problems_name_each_class() {
                 &input("X@Y", "a", "location = \"header\""),
             ),
             "a: \"X@Y\" is not a valid header name",
+        ),
+        (
+            base(
+                "GET",
+                "http://h/x",
+                &input("a[*]", "a[*]", "location = \"header\""),
+            ),
+            "a[*]: a header field must be a single scalar value, not an array (a list could be sent comma-joined",
+        ),
+        (
+            base(
+                "GET",
+                "http://h/x",
+                &input("r", "regions[*]", "location = \"query\""),
+            ),
+            "regions[*]: source path \"r\" and exposed path do not have the same [*] structure",
+        ),
+        (
+            base(
+                "GET",
+                "http://h/x",
+                &input("r[*]", "r[*]", "location = \"query\"\ntype = \"object\""),
+            ),
+            "r[*]: a query field must be a scalar or an array of scalars",
         ),
         (base("GE T", "http://h/x", ""), "invalid HTTP method"),
     ];
@@ -781,7 +987,11 @@ fn plan_problems_name_each_class() {
         &format!(
             "{}{}",
             input("a..b", "a", ""),
-            input("x", "x", "location = \"query\"\ntype = \"array\"")
+            input(
+                "x",
+                "x",
+                "location = \"query\"\ntype = \"array\"\nitems = \"object\""
+            )
         ),
     ));
     assert_eq!(all.len(), 5, "{all:#?}");
