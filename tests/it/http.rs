@@ -495,9 +495,10 @@ async fn routing_statuses() {
         (405, "POST")
     );
 
+    // The REST surface resolves the tenant: an unknown one is 404 (tests/it/rest.rs has the rest).
     get("/runtime/acme/app/tools")
         .await
-        .assert_error(501, -32000, Value::Null);
+        .assert_error(404, -32000, Value::Null);
     get("/metrics").await.assert_error(501, -32000, Value::Null);
 }
 
