@@ -21,8 +21,10 @@ pub mod demo;
 pub mod http;
 pub mod invoke;
 pub mod jsonrpc;
+pub mod mcp;
 pub mod rest;
 pub mod server;
+pub mod session;
 pub mod sse;
 pub mod transport;
 
