@@ -199,7 +199,7 @@ fn members<'t, 'a>(
 /// Reads an id node: a string or an integer; anything else is `None`.
 fn read_id<'a>(node: Option<&Node<'a>>) -> Option<Id<'a>> {
     match node? {
-        Node::String(s) => Some(Id::Str(*s)),
+        Node::String(s) => Some(Id::Str(s)),
         Node::Static(StaticNode::I64(n)) => Some(Id::from_i64(*n)),
         Node::Static(StaticNode::U64(n)) => Some(Id::from_u64(*n)),
         _ => None,
@@ -303,7 +303,7 @@ fn classify<'a>(tape: Tape<'a>) -> Result<Message<'a>, ParseError> {
                 ));
             }
         }
-        let method: &'a str = *method;
+        let method: &'a str = method;
         let Some(id_idx) = env.id else {
             // JSON-RPC 2.0 §4.1: "A Notification is a Request object without an "id" member."
             let params = env.params.map(|_| Payload::new(tape, Slot::Params));
@@ -407,7 +407,7 @@ fn classify_error_object<'a>(
             id,
         ));
     };
-    let message: &'a str = *message;
+    let message: &'a str = message;
     // JSON-RPC 2.0 §5.1: "data: A Primitive or Structured value that contains additional
     // information about the error. This may be omitted."
     let data = data.map(|_| Payload::new(tape, Slot::ErrorData));
