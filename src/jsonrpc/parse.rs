@@ -703,6 +703,26 @@ mod tests {
     }
 
     #[test]
+    fn a_body_above_the_cache_limit_parses_and_frees_its_buffers() {
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"s":"{}"}}}}"#,
+            "x".repeat(KEEP_BUFFERS_UP_TO)
+        );
+        let mut body = big.into_bytes();
+        assert!(matches!(
+            parse(&mut body),
+            Ok(Message::Request {
+                params: Some(_),
+                ..
+            })
+        ));
+        assert!(BUFFERS.with(|cell| cell.borrow().is_none()));
+        let mut body = br#"{"jsonrpc":"2.0","id":2,"method":"m"}"#.to_vec();
+        assert_eq!(parse(&mut body).ok().and_then(|m| m.id()), Some(Id::Int(2)));
+        assert!(BUFFERS.with(|cell| cell.borrow().is_some()));
+    }
+
+    #[test]
     fn params_are_reachable_without_reparsing() {
         use simd_json::prelude::*;
 
