@@ -199,7 +199,7 @@ fn members<'t, 'a>(
 /// Reads an id node: a string or an integer; anything else is `None`.
 fn read_id<'a>(node: Option<&Node<'a>>) -> Option<Id<'a>> {
     match node? {
-        Node::String(s) => Some(Id::Str(*s)),
+        Node::String(s) => Some(Id::Str(s)),
         Node::Static(StaticNode::I64(n)) => Some(Id::from_i64(*n)),
         Node::Static(StaticNode::U64(n)) => Some(Id::from_u64(*n)),
         _ => None,
@@ -303,7 +303,7 @@ fn classify<'a>(tape: Tape<'a>) -> Result<Message<'a>, ParseError> {
                 ));
             }
         }
-        let method: &'a str = *method;
+        let method: &'a str = method;
         let Some(id_idx) = env.id else {
             // JSON-RPC 2.0 §4.1: "A Notification is a Request object without an "id" member."
             let params = env.params.map(|_| Payload::new(tape, Slot::Params));
@@ -407,7 +407,7 @@ fn classify_error_object<'a>(
             id,
         ));
     };
-    let message: &'a str = *message;
+    let message: &'a str = message;
     // JSON-RPC 2.0 §5.1: "data: A Primitive or Structured value that contains additional
     // information about the error. This may be omitted."
     let data = data.map(|_| Payload::new(tape, Slot::ErrorData));
@@ -700,6 +700,26 @@ mod tests {
         let mut body =
             br#"{"jsonrpc":"2.0","method":"m","params":[[[[[[[[[[[[]]]]]]]]]]]]}"#.to_vec();
         assert!(parse(&mut body).is_ok());
+    }
+
+    #[test]
+    fn a_body_above_the_cache_limit_parses_and_frees_its_buffers() {
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"s":"{}"}}}}"#,
+            "x".repeat(KEEP_BUFFERS_UP_TO)
+        );
+        let mut body = big.into_bytes();
+        assert!(matches!(
+            parse(&mut body),
+            Ok(Message::Request {
+                params: Some(_),
+                ..
+            })
+        ));
+        assert!(BUFFERS.with(|cell| cell.borrow().is_none()));
+        let mut body = br#"{"jsonrpc":"2.0","id":2,"method":"m"}"#.to_vec();
+        assert_eq!(parse(&mut body).ok().and_then(|m| m.id()), Some(Id::Int(2)));
+        assert!(BUFFERS.with(|cell| cell.borrow().is_some()));
     }
 
     #[test]

@@ -5,17 +5,18 @@ use bytes::BytesMut;
 
 use super::{parse, ErrorCode, Message};
 
-/// The parts of a message that must survive a write and a re-parse: kind, id text, method,
-/// error code and message, and the payload's canonical JSON text.
-fn summary(
-    message: &Message<'_>,
-) -> (
+/// Kind, id text, method, error (code, message), payload JSON text.
+type Summary = (
     u8,
     Option<String>,
     Option<String>,
     Option<(i64, String)>,
     Option<Vec<u8>>,
-) {
+);
+
+/// The parts of a message that must survive a write and a re-parse: kind, id text, method,
+/// error code and message, and the payload's canonical JSON text.
+fn summary(message: &Message<'_>) -> Summary {
     let (kind, payload, error) = match message {
         Message::Request { params, .. } => (0, params.as_ref(), None),
         Message::Notification { params, .. } => (1, params.as_ref(), None),
