@@ -21,8 +21,9 @@ use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
 use crate::http::{server, Drain, Error, Limits};
 use crate::invoke::{Invoker, InvokerConfig};
+use crate::mcp::{Dispatcher, DispatcherConfig};
 use crate::rest::Rest;
-use crate::transport::{self, streamable};
+use crate::transport::{self, streamable, Transport};
 
 /// Everything `serve` needs besides the listener.
 #[derive(Debug, Clone)]
@@ -42,6 +43,14 @@ pub struct ServeConfig {
     pub admin_token: Option<String>,
     /// Downstream client settings.
     pub invoker: InvokerConfig,
+    /// Server identity and listing settings of the MCP dispatcher.
+    pub dispatcher: DispatcherConfig,
+    /// Mint sessions on `initialize` (`[server] sessions_enabled`).
+    pub sessions_enabled: bool,
+    /// Refuse handshake-era requests without `Mcp-Session-Id` (400).
+    pub require_session: bool,
+    /// Serve the standalone GET stream and the legacy `/sse` transport (405 otherwise).
+    pub sse_enabled: bool,
     /// Test-only routes under `/__test/` (see [`TestHooks`]); `None` in production.
     #[doc(hidden)]
     pub test_hooks: Option<Arc<TestHooks>>,
@@ -57,6 +66,10 @@ impl Default for ServeConfig {
             catalog: Arc::new(empty_catalog()),
             admin_token: None,
             invoker: InvokerConfig::default(),
+            dispatcher: DispatcherConfig::default(),
+            sessions_enabled: true,
+            require_session: false,
+            sse_enabled: true,
             test_hooks: None,
         }
     }
@@ -80,6 +93,10 @@ impl ServeConfig {
             prefer_sse: settings.prefer_sse,
             admin_token: settings.admin_token.clone(),
             invoker: InvokerConfig::from_server_settings(settings),
+            dispatcher: DispatcherConfig::default(),
+            sessions_enabled: settings.sessions_enabled,
+            require_session: settings.require_session,
+            sse_enabled: settings.sse_enabled,
             catalog,
             test_hooks: None,
         }
@@ -111,7 +128,7 @@ pub struct TestHooks {
 
 /// State shared by every request (read-only after start).
 struct State {
-    mcp: streamable::Settings,
+    mcp: Transport,
     rest: Rest,
     admin_token: Option<String>,
     drain: Drain,
@@ -127,15 +144,27 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let drain = Drain::new();
+    let invoker = Arc::new(Invoker::new(config.invoker));
+    let dispatcher = Arc::new(Dispatcher::new(config.dispatcher, Arc::clone(&invoker)));
     let state = Arc::new(State {
-        mcp: streamable::Settings {
-            allowed_origins: config.allowed_origins,
-            prefer_sse: config.prefer_sse,
-            max_body_bytes: config.limits.max_body_bytes,
+        mcp: Transport {
+            settings: transport::Settings {
+                allowed_origins: config.allowed_origins,
+                prefer_sse: config.prefer_sse,
+                max_body_bytes: config.limits.max_body_bytes,
+                sessions_enabled: config.sessions_enabled,
+                require_session: config.require_session,
+                sse_enabled: config.sse_enabled,
+                keepalive: config.sse_keepalive,
+            },
+            catalog: Arc::clone(&config.catalog),
+            dispatcher,
+            drain: drain.clone(),
+            inflight: Default::default(),
         },
         rest: Rest {
             catalog: config.catalog,
-            invoker: Arc::new(Invoker::new(config.invoker)),
+            invoker,
             max_body_bytes: config.limits.max_body_bytes,
         },
         admin_token: config.admin_token,
@@ -161,7 +190,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         Err(err) => return Error::from(err).into_response(),
     };
     let result = match route {
-        Route::Mcp(target) => streamable::handle(&parts, body, &target, &state.mcp).await,
+        Route::Mcp(target) => streamable::handle(&state.mcp, &parts, body, &target).await,
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz if state.drain.is_draining() => Err(Error::Unavailable("draining".into())),
         Route::Readyz => Ok(response::text(StatusCode::OK, "ready")),

@@ -1,0 +1,202 @@
+//! The stateless era (2026-07-28) on `POST /runtime/{tenant}/{client}/mcp`: the validation
+//! ladder, inline answers, and `subscriptions/listen` streams.
+//!
+//! Ladder (protocol/mcp.md §6.6–6.7), first failing rung wins, every error carrying the request
+//! id: `_meta` version present (-32602/400) → `MCP-Protocol-Version` equals it and `Mcp-Method`
+//! equals the method (-32020/400) → required `_meta` keys (-32602/400) and a supported version
+//! (-32022/400 with `data`) → `Mcp-Name` equals the routing name for `tools/call`,
+//! `prompts/get`, `resources/read` (-32020/400) → dispatch: unknown method -32601/**404**, any
+//! other handler error in-band on 200. Header values are decoded from the Base64 sentinel form
+//! first ([`super::headers`]). `Mcp-Session-Id` and `Last-Event-ID` are never minted nor
+//! honoured. Notifications → 202.
+//!
+//! Cancellation is the connection: the dispatch future runs inline in the connection's task, so
+//! a client that closes its response stream drops the future, and with it any downstream call.
+//! Must not implement MCP methods.
+
+use std::borrow::Cow;
+
+use http::request::Parts;
+use http::{Response, StatusCode};
+use smallvec::SmallVec;
+
+use super::headers::{self, HeaderMismatch};
+use super::reply::{self, Framing};
+use super::{streamable, Transport, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use crate::catalog::Snapshot;
+use crate::http::negotiate::{Accept, MediaKind};
+use crate::http::response::{self, Body};
+use crate::http::{Error, Target};
+use crate::invoke::CallContext;
+use crate::jsonrpc::{ErrorCode, Id, Message, OwnedId, Payload};
+use crate::mcp::{Era, McpError, Scope};
+
+/// -32020 HeaderMismatch (2026-07-28).
+pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+
+/// Handles one stateless-era POST.
+pub async fn post(
+    transport: &Transport,
+    parts: &Parts,
+    accept: &Accept,
+    message: Message<'_>,
+    target: &Target<'_>,
+    snapshot: &Snapshot,
+) -> Result<Response<Body>, Error> {
+    let (id, method, params) = match message {
+        Message::Request { id, method, params } => (id, method, params),
+        // "Notification POSTs get 202"; clients never POST responses, and accepting one is
+        // harmless.
+        Message::Notification { .. } | Message::Response { .. } | Message::ErrorResponse { .. } => {
+            return Ok(response::empty(StatusCode::ACCEPTED));
+        }
+    };
+    let params = params.as_ref();
+    let version = validate(parts, id, method, params)?;
+
+    if method == "subscriptions/listen" {
+        return listen(transport, id, params, target);
+    }
+
+    let call = CallContext::from_headers(&parts.headers);
+    let scope = Scope {
+        tenant: &target.tenant,
+        client: &target.client,
+        snapshot,
+        era: Era::Stateless,
+        version,
+        call: &call,
+    };
+    let outcome = transport.dispatcher.request(&scope, method, params).await;
+    if let Err(err) = &outcome {
+        if let Some(status) = ladder_status(err) {
+            return Err(mcp_error(status, err, id));
+        }
+    }
+    let framing = framing(accept, transport.settings.prefer_sse);
+    let size = outcome.as_ref().map_or(0, |r| reply::result_bytes(r).len());
+    Ok(reply::inline(
+        StatusCode::OK,
+        framing,
+        SmallVec::new(),
+        None,
+        size,
+        |out| reply::write_outcome(out, id, &outcome),
+    ))
+}
+
+/// JSON or SSE for an inline answer: SSE when the client prefers it, or on a tie when so
+/// configured.
+pub fn framing(accept: &Accept, prefer_sse: bool) -> Framing {
+    match accept.preferred() {
+        Some(MediaKind::EventStream) => Framing::Sse,
+        Some(MediaKind::Json) => Framing::Json,
+        None if prefer_sse => Framing::Sse,
+        None => Framing::Json,
+    }
+}
+
+/// Runs the validation ladder up to dispatch; returns the request's protocol version.
+fn validate<'a>(
+    parts: &Parts,
+    id: Id<'_>,
+    method: &str,
+    params: Option<&Payload<'a>>,
+) -> Result<&'a str, Error> {
+    // "A modern header with a missing envelope: -32602/400."
+    let Some(version) = streamable::meta_version(params) else {
+        return Err(Error::JsonRpc {
+            status: StatusCode::BAD_REQUEST,
+            code: ErrorCode::INVALID_PARAMS,
+            message: "params._meta must carry io.modelcontextprotocol/protocolVersion".into(),
+            id: Some(id.to_owned_id()),
+        });
+    };
+    // "MCP-Protocol-Version: must equal _meta["io.modelcontextprotocol/protocolVersion"]";
+    // "Mcp-Method: method" on every request.
+    let headers = &parts.headers;
+    headers::expect_header(
+        headers,
+        &MCP_PROTOCOL_VERSION,
+        "MCP-Protocol-Version",
+        version,
+    )
+    .and_then(|()| headers::expect_header(headers, &MCP_METHOD, "Mcp-Method", method))
+    .map_err(|err| header_error(err, id))?;
+    // Required `_meta` keys (-32602) and the version (-32022), as the MCP layer defines them.
+    shim::stateless_meta(params).map_err(|err| mcp_error(StatusCode::BAD_REQUEST, &err, id))?;
+    // "Mcp-Name: params.name (tools/call, prompts/get) or params.uri (resources/read)".
+    if let Some(name) = shim::routing_name(method, params) {
+        headers::expect_header(headers, &MCP_NAME, "Mcp-Name", name)
+            .map_err(|err| header_error(err, id))?;
+    }
+    Ok(version)
+}
+
+/// The HTTP status of a dispatcher error that is a ladder rejection rather than an in-band
+/// answer: -32601 → 404, missing `_meta` → 400, unsupported version → 400.
+fn ladder_status(err: &McpError) -> Option<StatusCode> {
+    match err {
+        McpError::MethodNotFound(_) => Some(StatusCode::NOT_FOUND),
+        McpError::MissingMeta(_) | McpError::UnsupportedVersion { .. } => {
+            Some(StatusCode::BAD_REQUEST)
+        }
+        _ => None,
+    }
+}
+
+/// -32020 on 400 with the request id.
+fn header_error(err: HeaderMismatch, id: Id<'_>) -> Error {
+    Error::JsonRpc {
+        status: StatusCode::BAD_REQUEST,
+        code: HEADER_MISMATCH,
+        message: Cow::Owned(err.to_string()),
+        id: Some(id.to_owned_id()),
+    }
+}
+
+/// An MCP error as an HTTP error with the given status (its `data` kept).
+pub fn mcp_error(status: StatusCode, err: &McpError, id: Id<'_>) -> Error {
+    let id: Option<OwnedId> = Some(id.to_owned_id());
+    match err.data() {
+        Some(data) => Error::JsonRpcWithData {
+            status,
+            code: err.code(),
+            message: Cow::Owned(err.to_string()),
+            id,
+            data,
+        },
+        None => Error::JsonRpc {
+            status,
+            code: err.code(),
+            message: Cow::Owned(err.to_string()),
+            id,
+        },
+    }
+}
+
+fn listen(
+    _transport: &Transport,
+    _id: Id<'_>,
+    _params: Option<&Payload<'_>>,
+    _target: &Target<'_>,
+) -> Result<Response<Body>, Error> {
+    Err(Error::NotImplemented("subscriptions/listen"))
+}
+
+// TEMP until the mcp branch lands (mcp::meta).
+mod shim {
+    use super::*;
+    use simd_json::prelude::*;
+    pub fn stateless_meta(_params: Option<&Payload<'_>>) -> Result<(), McpError> {
+        Ok(())
+    }
+    pub fn routing_name<'a>(method: &str, params: Option<&Payload<'a>>) -> Option<&'a str> {
+        let key = match method {
+            "tools/call" | "prompts/get" => "name",
+            "resources/read" => "uri",
+            _ => return None,
+        };
+        params?.value().into_object()?.get(key)?.into_string()
+    }
+}
