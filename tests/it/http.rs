@@ -42,6 +42,7 @@ impl TestServer {
         let addr = listener.local_addr().expect("local addr");
         let hooks = Arc::new(TestHooks::default());
         let mut config = ServeConfig::default();
+        config.catalog = acme_app_catalog();
         config.limits.drain_grace = Duration::from_secs(10);
         config.test_hooks = Some(Arc::clone(&hooks));
         configure(&mut config);
@@ -71,6 +72,14 @@ impl TestServer {
             .expect("serve returns after shutdown")
             .expect("serve task did not panic")
     }
+}
+
+/// A catalog with tenant `acme` and client application `app` (no tools): the MCP endpoint
+/// answers 404 for tenants and clients it does not know.
+fn acme_app_catalog() -> Arc<sluice::catalog::Catalog> {
+    let text = "[[tenant]]\nid = \"acme\"\n[[tenant.client]]\nid = \"app\"\n";
+    let config = sluice::catalog::load::parse(text, "test").expect("config parses");
+    Arc::new(sluice::catalog::Catalog::from_config(&config).expect("config is valid"))
 }
 
 impl Drop for TestServer {
@@ -327,19 +336,16 @@ async fn origin_guard() {
 #[tokio::test]
 async fn protocol_version_header() {
     let server = TestServer::start().await;
-    for version in [
-        "2024-11-05",
-        "2025-03-26",
-        "2025-06-18",
-        "2025-11-25",
-        "2026-07-28",
-    ] {
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{version}");
     }
-    for version in ["2025-01-01", "", "latest"] {
+    // A header naming any other version routes the request to the stateless era
+    // (protocol/mcp.md §6.7), whose first rung wants the `_meta` envelope this ping lacks:
+    // -32602 on 400, with the id (tests/it/mcp_http.rs has the whole ladder).
+    for version in ["2026-07-28", "2025-01-01", "", "latest"] {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
-        reply.assert_error(400, -32000, Value::Null);
+        reply.assert_error(400, -32602, json!(1));
     }
 }
 
@@ -496,7 +502,14 @@ async fn routing_statuses() {
     );
 
     // The REST surface resolves the tenant: an unknown one is 404 (tests/it/rest.rs has the rest).
-    get("/runtime/acme/app/tools")
+    get("/runtime/acme/other/tools")
+        .await
+        .assert_error(404, -32000, Value::Null);
+    // So does the MCP endpoint.
+    post_mcp_path(addr, "/runtime/acme/other/mcp")
+        .await
+        .assert_error(404, -32000, Value::Null);
+    post_mcp_path(addr, "/runtime/other/app/mcp")
         .await
         .assert_error(404, -32000, Value::Null);
     get("/metrics").await.assert_error(501, -32000, Value::Null);
