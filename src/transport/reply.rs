@@ -34,11 +34,13 @@ pub fn write_result<'i>(out: &mut BytesMut, id: impl Into<IdRef<'i>>, result: &[
     jsonrpc::write_result_raw(out, id, result);
 }
 
-/// The `result` object of a reply.
-pub fn result_bytes(reply: &Reply) -> &Bytes {
+/// The `result` object of a reply. A `Listen` reply has no immediate result (the transport
+/// opens a stream for it); `{}` stands in should one reach an inline writer.
+pub fn result_bytes(reply: &Reply) -> &[u8] {
     match reply {
         Reply::Result(result) => result,
         Reply::Initialized { result, .. } => result,
+        Reply::Listen(_) => b"{}",
     }
 }
 

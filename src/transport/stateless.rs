@@ -22,14 +22,15 @@ use smallvec::SmallVec;
 
 use super::headers::{self, HeaderMismatch};
 use super::reply::{self, Framing};
-use super::{streamable, Transport, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use super::{Transport, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
 use crate::catalog::Snapshot;
 use crate::http::negotiate::{Accept, MediaKind};
 use crate::http::response::{self, Body};
 use crate::http::{Error, Target};
 use crate::invoke::CallContext;
 use crate::jsonrpc::{ErrorCode, Id, Message, OwnedId, Payload};
-use crate::mcp::{Era, McpError, Scope};
+use crate::mcp::subscriptions::SubscriptionFilter;
+use crate::mcp::{self, Era, McpError, Reply, Scope};
 
 /// -32020 HeaderMismatch (2026-07-28).
 pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
@@ -54,10 +55,6 @@ pub async fn post(
     let params = params.as_ref();
     let version = validate(parts, id, method, params)?;
 
-    if method == "subscriptions/listen" {
-        return listen(transport, id, params, target);
-    }
-
     let call = CallContext::from_headers(&parts.headers);
     let scope = Scope {
         tenant: &target.tenant,
@@ -68,10 +65,14 @@ pub async fn post(
         call: &call,
     };
     let outcome = transport.dispatcher.request(&scope, method, params).await;
-    if let Err(err) = &outcome {
-        if let Some(status) = ladder_status(err) {
-            return Err(mcp_error(status, err, id));
+    match &outcome {
+        Err(err) => {
+            if let Some(status) = ladder_status(err) {
+                return Err(mcp_error(status, err, id));
+            }
         }
+        Ok(Reply::Listen(filter)) => return listen(transport, id, *filter, target),
+        Ok(_) => {}
     }
     let framing = framing(accept, transport.settings.prefer_sse);
     let size = outcome.as_ref().map_or(0, |r| reply::result_bytes(r).len());
@@ -104,7 +105,7 @@ fn validate<'a>(
     params: Option<&Payload<'a>>,
 ) -> Result<&'a str, Error> {
     // "A modern header with a missing envelope: -32602/400."
-    let Some(version) = streamable::meta_version(params) else {
+    let Some(version) = mcp::meta::meta_protocol_version(params) else {
         return Err(Error::JsonRpc {
             status: StatusCode::BAD_REQUEST,
             code: ErrorCode::INVALID_PARAMS,
@@ -124,9 +125,9 @@ fn validate<'a>(
     .and_then(|()| headers::expect_header(headers, &MCP_METHOD, "Mcp-Method", method))
     .map_err(|err| header_error(err, id))?;
     // Required `_meta` keys (-32602) and the version (-32022), as the MCP layer defines them.
-    shim::stateless_meta(params).map_err(|err| mcp_error(StatusCode::BAD_REQUEST, &err, id))?;
+    mcp::meta::stateless_meta(params).map_err(|err| mcp_error(StatusCode::BAD_REQUEST, &err, id))?;
     // "Mcp-Name: params.name (tools/call, prompts/get) or params.uri (resources/read)".
-    if let Some(name) = shim::routing_name(method, params) {
+    if let Some(name) = mcp::meta::routing_name(method, params) {
         headers::expect_header(headers, &MCP_NAME, "Mcp-Name", name)
             .map_err(|err| header_error(err, id))?;
     }
@@ -178,25 +179,8 @@ pub fn mcp_error(status: StatusCode, err: &McpError, id: Id<'_>) -> Error {
 fn listen(
     _transport: &Transport,
     _id: Id<'_>,
-    _params: Option<&Payload<'_>>,
+    _filter: SubscriptionFilter,
     _target: &Target<'_>,
 ) -> Result<Response<Body>, Error> {
     Err(Error::NotImplemented("subscriptions/listen"))
-}
-
-// TEMP until the mcp branch lands (mcp::meta).
-mod shim {
-    use super::*;
-    use simd_json::prelude::*;
-    pub fn stateless_meta(_params: Option<&Payload<'_>>) -> Result<(), McpError> {
-        Ok(())
-    }
-    pub fn routing_name<'a>(method: &str, params: Option<&Payload<'a>>) -> Option<&'a str> {
-        let key = match method {
-            "tools/call" | "prompts/get" => "name",
-            "resources/read" => "uri",
-            _ => return None,
-        };
-        params?.value().into_object()?.get(key)?.into_string()
-    }
 }

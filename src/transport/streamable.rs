@@ -14,7 +14,6 @@
 
 use http::request::Parts;
 use http::{Method, Response, StatusCode};
-use simd_json::prelude::*;
 
 use super::{handshake, stateless, Transport, MCP_PROTOCOL_VERSION, META_PROTOCOL_VERSION};
 use crate::catalog::Snapshot;
@@ -170,29 +169,13 @@ pub fn classify(parts: &Parts, message: &Message<'_>) -> Era {
 
 /// Whether `params._meta` holds the stateless-era protocol version key (whatever its value).
 pub fn has_meta_version(params: Option<&Payload<'_>>) -> bool {
-    let Some(params) = params else {
-        return false;
-    };
-    let value = params.value();
-    value
-        .as_object()
-        .and_then(|params| params.get("_meta"))
-        .and_then(|meta| {
-            meta.as_object()
-                .map(|meta| meta.get(META_PROTOCOL_VERSION).is_some())
-        })
-        .unwrap_or(false)
-}
-
-/// The `_meta` protocol version of a request, when it is a string.
-pub fn meta_version<'a>(params: Option<&Payload<'a>>) -> Option<&'a str> {
-    params?
-        .value()
-        .into_object()?
-        .get("_meta")?
-        .into_object()?
-        .get(META_PROTOCOL_VERSION)?
-        .into_string()
+    params.is_some_and(|params| {
+        params
+            .value()
+            .get("_meta")
+            .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
+            .is_some()
+    })
 }
 
 /// -32600 on 400, e.g. for a stateless-era response POST.
