@@ -2,6 +2,7 @@
 //!
 //! Must not implement MCP methods beyond what the transport needs.
 
+pub mod stream;
 pub mod streamable;
 
 use std::time::Duration;
