@@ -18,6 +18,7 @@ pub mod inflight;
 pub mod legacy_sse;
 pub mod reply;
 pub mod stateless;
+pub mod stream;
 pub mod streamable;
 
 use std::sync::Arc;
