@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{broadcast, mpsc, Notify};
 
 use crate::admin;
 use crate::catalog::model::{Config, ServerSettings};
@@ -21,9 +21,13 @@ use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
 use crate::http::{server, Drain, Error, Limits};
 use crate::invoke::{Invoker, InvokerConfig};
-use crate::mcp::{Dispatcher, DispatcherConfig};
+use crate::mcp::{Dispatcher, DispatcherConfig, Era};
 use crate::rest::Rest;
-use crate::transport::{self, streamable, Transport};
+use crate::session::{SessionConfig, Sessions};
+use crate::transport::stream::{
+    spawn_janitor, StreamConfig, StreamRegistry, DEFAULT_SWEEP_INTERVAL,
+};
+use crate::transport::{self, legacy_sse, streamable, Transport};
 
 /// Everything `serve` needs besides the listener.
 #[derive(Debug, Clone)]
@@ -51,6 +55,11 @@ pub struct ServeConfig {
     pub require_session: bool,
     /// Serve the standalone GET stream and the legacy `/sse` transport (405 otherwise).
     pub sse_enabled: bool,
+    /// Session limits: idle expiry, init timeout, per-tenant cap.
+    pub sessions: SessionConfig,
+    /// Stream registry settings: instance id, retention; its `keepalive` is taken from
+    /// [`ServeConfig::sse_keepalive`].
+    pub streams: StreamConfig,
     /// Test-only routes under `/__test/` (see [`TestHooks`]); `None` in production.
     #[doc(hidden)]
     pub test_hooks: Option<Arc<TestHooks>>,
@@ -70,6 +79,8 @@ impl Default for ServeConfig {
             sessions_enabled: true,
             require_session: false,
             sse_enabled: true,
+            sessions: SessionConfig::default(),
+            streams: StreamConfig::default(),
             test_hooks: None,
         }
     }
@@ -97,6 +108,17 @@ impl ServeConfig {
             sessions_enabled: settings.sessions_enabled,
             require_session: settings.require_session,
             sse_enabled: settings.sse_enabled,
+            sessions: SessionConfig {
+                idle: Duration::from_secs(settings.session_idle_secs),
+                init_timeout: Duration::from_secs(settings.session_init_timeout_secs),
+                max_per_tenant: settings.max_sessions_per_tenant,
+            },
+            streams: StreamConfig {
+                instance: settings.instance_id.clone(),
+                retain: Duration::from_secs(settings.retain_secs),
+                retain_events: settings.retain_events,
+                ..StreamConfig::default()
+            },
             catalog,
             test_hooks: None,
         }
@@ -128,7 +150,7 @@ pub struct TestHooks {
 
 /// State shared by every request (read-only after start).
 struct State {
-    mcp: Transport,
+    mcp: Arc<Transport>,
     rest: Rest,
     admin_token: Option<String>,
     drain: Drain,
@@ -146,8 +168,22 @@ pub async fn serve(
     let drain = Drain::new();
     let invoker = Arc::new(Invoker::new(config.invoker));
     let dispatcher = Arc::new(Dispatcher::new(config.dispatcher, Arc::clone(&invoker)));
+    let sessions = Sessions::local(config.sessions);
+    let streams = StreamRegistry::new(StreamConfig {
+        keepalive: config.sse_keepalive,
+        ..config.streams
+    })
+    .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
+    // Subscribed before the first request, so no reload is missed.
+    let list_changed = list_changed_task(
+        Arc::clone(&config.catalog),
+        streams.clone(),
+        Arc::clone(&dispatcher),
+        drain.clone(),
+    );
+    let janitor = spawn_janitor(&streams, sessions.clone(), DEFAULT_SWEEP_INTERVAL);
     let state = Arc::new(State {
-        mcp: Transport {
+        mcp: Arc::new(Transport {
             settings: transport::Settings {
                 allowed_origins: config.allowed_origins,
                 prefer_sse: config.prefer_sse,
@@ -160,8 +196,10 @@ pub async fn serve(
             catalog: Arc::clone(&config.catalog),
             dispatcher,
             drain: drain.clone(),
+            sessions,
+            streams,
             inflight: Default::default(),
-        },
+        }),
         rest: Rest {
             catalog: config.catalog,
             invoker,
@@ -175,7 +213,56 @@ pub async fn serve(
         let state = Arc::clone(&state);
         async move { Ok::<_, Infallible>(handle(&state, req).await) }
     });
-    server::run(listener, &config.limits, drain, service, shutdown).await
+    let result = server::run(listener, &config.limits, drain, service, shutdown).await;
+    list_changed.abort();
+    janitor.abort();
+    result
+}
+
+/// Pushes `notifications/tools/list_changed` to the live streams of every (tenant, client)
+/// whose listing a reload changed: session streams get the handshake-era message, listen
+/// streams the stateless one tagged with their subscription id. A subscriber that fell behind
+/// (`Lagged`) notifies every client of the current snapshot. Ends when the server drains.
+fn list_changed_task(
+    catalog: Arc<Catalog>,
+    streams: StreamRegistry,
+    dispatcher: Arc<Dispatcher>,
+    drain: Drain,
+) -> tokio::task::JoinHandle<()> {
+    let mut changes = catalog.subscribe();
+    tokio::spawn(async move {
+        let deliver = |tenant: &str, client: &str| {
+            streams.deliver_list_changed(tenant, Some(client), |subscription_id| {
+                let era = match subscription_id {
+                    Some(_) => Era::Stateless,
+                    None => Era::Handshake,
+                };
+                dispatcher.list_changed_message(era, subscription_id)
+            });
+        };
+        let drained = drain.signalled();
+        tokio::pin!(drained);
+        loop {
+            let change = tokio::select! {
+                () = &mut drained => return,
+                change = changes.recv() => change,
+            };
+            match change {
+                Ok(set) => {
+                    for key in &set.changed {
+                        deliver(&key.tenant, &key.client);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let snapshot = catalog.current();
+                    for (view, _) in snapshot.fingerprints() {
+                        deliver(view.tenant(), view.client());
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
 }
 
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
@@ -194,9 +281,8 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz if state.drain.is_draining() => Err(Error::Unavailable("draining".into())),
         Route::Readyz => Ok(response::text(StatusCode::OK, "ready")),
-        Route::LegacySse(_) | Route::LegacyMessages(_) => {
-            Err(Error::NotImplemented("the HTTP+SSE (2024-11-05) transport"))
-        }
+        Route::LegacySse(target) => legacy_sse::open(&state.mcp, &parts, &target).await,
+        Route::LegacyMessages(target) => legacy_sse::post(&state.mcp, &parts, body, &target).await,
         Route::RestTools(target) => state.rest.list_tools(&target),
         Route::RestCall(target, name) => state.rest.call_tool(&parts, body, &target, &name).await,
         Route::BosPlatform => Err(Error::NotImplemented("the BOS platform app")),

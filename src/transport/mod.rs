@@ -29,6 +29,8 @@ use http::HeaderName;
 use crate::catalog::Catalog;
 use crate::http::Drain;
 use crate::mcp::Dispatcher;
+use crate::session::{SessionId, Sessions};
+use stream::StreamRegistry;
 
 /// Default interval between `: keepalive` comments on an idle SSE stream; a stream idle this
 /// long gets one so proxies and clients do not time it out.
@@ -113,6 +115,10 @@ pub struct Transport {
     pub dispatcher: Arc<Dispatcher>,
     /// The server's drain signal: channel-fed streams end at a frame boundary when it fires.
     pub drain: Drain,
+    /// Session records (validation on every handshake-era request).
+    pub sessions: Sessions,
+    /// The live streams of this instance (GET, POST answers, listen, legacy).
+    pub streams: StreamRegistry,
     /// Handshake-era requests in flight per session, for `notifications/cancelled`.
-    pub inflight: inflight::InFlight<String>,
+    pub inflight: inflight::InFlight<SessionId>,
 }

@@ -16,12 +16,15 @@
 
 use std::borrow::Cow;
 
+use bytes::Bytes;
+
 use http::request::Parts;
 use http::{Response, StatusCode};
 use smallvec::SmallVec;
 
 use super::headers::{self, HeaderMismatch};
 use super::reply::{self, Framing};
+use super::stream::StreamKind;
 use super::{Transport, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
 use crate::catalog::Snapshot;
 use crate::http::negotiate::{Accept, MediaKind};
@@ -31,6 +34,7 @@ use crate::invoke::CallContext;
 use crate::jsonrpc::{ErrorCode, Id, Message, OwnedId, Payload};
 use crate::mcp::subscriptions::SubscriptionFilter;
 use crate::mcp::{self, Era, McpError, Reply, Scope};
+use crate::session::{Owner, ANONYMOUS_CALLER};
 
 /// -32020 HeaderMismatch (2026-07-28).
 pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
@@ -71,7 +75,7 @@ pub async fn post(
                 return Err(mcp_error(status, err, id));
             }
         }
-        Ok(Reply::Listen(filter)) => return listen(transport, id, *filter, target),
+        Ok(Reply::Listen(filter)) => return listen(transport, id, *filter, target).await,
         Ok(_) => {}
     }
     let framing = framing(accept, transport.settings.prefer_sse);
@@ -125,7 +129,8 @@ fn validate<'a>(
     .and_then(|()| headers::expect_header(headers, &MCP_METHOD, "Mcp-Method", method))
     .map_err(|err| header_error(err, id))?;
     // Required `_meta` keys (-32602) and the version (-32022), as the MCP layer defines them.
-    mcp::meta::stateless_meta(params).map_err(|err| mcp_error(StatusCode::BAD_REQUEST, &err, id))?;
+    mcp::meta::stateless_meta(params)
+        .map_err(|err| mcp_error(StatusCode::BAD_REQUEST, &err, id))?;
     // "Mcp-Name: params.name (tools/call, prompts/get) or params.uri (resources/read)".
     if let Some(name) = mcp::meta::routing_name(method, params) {
         headers::expect_header(headers, &MCP_NAME, "Mcp-Name", name)
@@ -176,11 +181,39 @@ pub fn mcp_error(status: StatusCode, err: &McpError, id: Id<'_>) -> Error {
     }
 }
 
-fn listen(
-    _transport: &Transport,
-    _id: Id<'_>,
-    _filter: SubscriptionFilter,
-    _target: &Target<'_>,
+/// `subscriptions/listen`: a long-lived SSE stream for this tenant and client, opening with
+/// `notifications/subscriptions/acknowledged`; the list_changed task then writes
+/// `notifications/tools/list_changed` (tagged with the subscription id) into it, and the
+/// registry's janitor writes keep-alives. The stream ends when the client closes it or the
+/// server drains.
+async fn listen(
+    transport: &Transport,
+    id: Id<'_>,
+    filter: SubscriptionFilter,
+    target: &Target<'_>,
 ) -> Result<Response<Body>, Error> {
-    Err(Error::NotImplemented("subscriptions/listen"))
+    let subscription_id = Bytes::copy_from_slice(id.to_owned_id().as_json());
+    let owner = Owner::new(&target.tenant, &target.client, ANONYMOUS_CALLER);
+    let kind = StreamKind::Listen {
+        subscription_id: subscription_id.clone(),
+        tools_list_changed: filter.tools_list_changed,
+    };
+    let opened = transport
+        .streams
+        .open(None, owner, kind)
+        .map_err(|_| Error::Internal)?;
+    let acknowledged = transport
+        .dispatcher
+        .acknowledged_message(&filter, &subscription_id);
+    // A fresh channel has room: this does not wait.
+    opened
+        .writer
+        .send(&acknowledged)
+        .await
+        .map_err(|_| Error::Internal)?;
+    drop(opened.writer);
+    Ok(response::event_stream(Body::stream(
+        opened.rx,
+        &transport.drain,
+    )))
 }
