@@ -5,5 +5,6 @@ mod cli;
 mod http;
 mod invoke;
 mod jsonrpc;
+mod mcp;
 mod rest;
 mod sse;
