@@ -5,6 +5,7 @@ mod cli;
 mod http;
 mod invoke;
 mod jsonrpc;
+mod mcp;
 mod mcp_http;
 mod rest;
 mod sse;
