@@ -144,7 +144,10 @@ impl McpError {
             McpError::MethodNotFound(_) => ErrorCode::METHOD_NOT_FOUND,
             McpError::InvalidParams(_) | McpError::MissingMeta(_) => ErrorCode::INVALID_PARAMS,
             McpError::UnsupportedVersion { .. } => ErrorCode(-32022),
-            McpError::ResourceNotFound { era: Era::Handshake, .. } => ErrorCode(-32002),
+            McpError::ResourceNotFound {
+                era: Era::Handshake,
+                ..
+            } => ErrorCode(-32002),
             McpError::ResourceNotFound { .. } => ErrorCode::INVALID_PARAMS,
             McpError::Internal => ErrorCode::INTERNAL_ERROR,
         }

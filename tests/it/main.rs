@@ -6,4 +6,5 @@ mod http;
 mod invoke;
 mod jsonrpc;
 mod rest;
+mod session;
 mod sse;
