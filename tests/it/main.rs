@@ -8,4 +8,5 @@ mod jsonrpc;
 mod mcp;
 mod mcp_http;
 mod rest;
+mod session;
 mod sse;
