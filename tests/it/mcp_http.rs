@@ -16,7 +16,7 @@ use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use sluice::catalog::Catalog;
 use sluice::ServeConfig;
@@ -391,24 +391,63 @@ impl SseReader {
         }
     }
 
-    /// The next event's data as JSON.
+    /// The next message event's data as JSON (priming events, with empty data, are skipped).
     async fn next_message(&mut self) -> Value {
-        let event = self.next().await.expect("an event");
-        serde_json::from_slice(&event.data).unwrap_or_else(|err| {
-            panic!(
-                "not JSON ({err}): {:?}",
-                String::from_utf8_lossy(&event.data)
-            )
-        })
+        loop {
+            let event = self.next().await.expect("an event");
+            if event.data.is_empty() {
+                continue;
+            }
+            return serde_json::from_slice(&event.data).unwrap_or_else(|err| {
+                panic!("not JSON ({err}): {:?}", String::from_utf8_lossy(&event.data))
+            });
+        }
     }
 
-    /// Raw body bytes up to and including the next chunk (to see comments).
+    /// The next raw body chunk (to see comments and priming frames, which are not events); it
+    /// is also kept for [`SseReader::next`].
     async fn next_chunk(&mut self) -> Option<Bytes> {
         let frame = tokio::time::timeout(GUARD, self.body.frame())
             .await
             .expect("a chunk in time")?;
-        frame.expect("body frame").into_data().ok()
+        let data = frame.expect("body frame").into_data().ok()?;
+        self.buf.extend_from_slice(&data);
+        Some(data)
     }
+
+    /// Whether the body ends with no further message events (priming events aside).
+    async fn ends(&mut self) -> bool {
+        loop {
+            match self.next().await {
+                None => return true,
+                Some(event) if event.data.is_empty() => continue,
+                Some(_) => return false,
+            }
+        }
+    }
+}
+
+/// The raw frames of an SSE text (sluice writes LF line ends), comments included.
+fn raw_frames(body: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(body)
+        .split("\n\n")
+        .filter(|frame| !frame.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `id:` of a raw frame.
+fn frame_id(frame: &str) -> Option<&str> {
+    frame.lines().find_map(|line| line.strip_prefix("id: "))
+}
+
+/// Whether a raw frame is a priming event: an id and an empty `data:`.
+fn is_priming(frame: &str) -> bool {
+    frame_id(frame).is_some()
+        && frame
+            .lines()
+            .any(|line| line == "data: " || line == "data:")
+        && !frame.contains("event: message")
 }
 
 // === handshake-era helpers ===
@@ -791,4 +830,500 @@ async fn closing_a_stateless_response_stream_cancels_the_downstream_call() {
     pending.abort();
     conn.abort();
     sluice.downstream.wait_dropped().await;
+}
+
+// === tests: sessions ===
+
+fn get_request(addr: SocketAddr, headers: &[(&str, &str)]) -> Request<Full<Bytes>> {
+    request(addr, Method::GET, MCP, headers, "")
+}
+
+async fn get(addr: SocketAddr, headers: &[(&str, &str)]) -> Reply {
+    send(addr, get_request(addr, headers)).await
+}
+
+async fn get_stream(addr: SocketAddr, session: &str, extra: &[(&str, &str)]) -> SseReader {
+    let mut headers = vec![("accept", "text/event-stream"), ("mcp-session-id", session)];
+    headers.extend_from_slice(extra);
+    let reader = SseReader::open(addr, get_request(addr, &headers)).await;
+    assert_eq!(reader.status, StatusCode::OK);
+    assert_eq!(reader.header("content-type"), "text/event-stream");
+    assert_eq!(reader.header("cache-control"), "no-cache");
+    assert_eq!(reader.header("x-accel-buffering"), "no");
+    reader
+}
+
+async fn delete(addr: SocketAddr, session: &str) -> Reply {
+    let headers = [("mcp-session-id", session)];
+    send(addr, request(addr, Method::DELETE, MCP, &headers, "")).await
+}
+
+const PING: &str = r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#;
+
+#[tokio::test]
+async fn initialize_mints_a_session_id_of_22_visible_characters() {
+    let sluice = Sluice::start().await;
+    let first = session(sluice.addr, "2025-11-25").await;
+    assert!(
+        first
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+        "{first}"
+    );
+    // A stale id on initialize is accepted: a new session is minted.
+    let reply = post(
+        sluice.addr,
+        &[("mcp-session-id", "stale-and-unknown")],
+        &initialize_body("2025-06-18"),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let second = reply.header("mcp-session-id");
+    assert_eq!(second.len(), 22);
+    assert_ne!(second, first);
+    // An unsupported version is answered with the latest, never echoed.
+    let reply = post(sluice.addr, &[], &initialize_body("1999-01-01")).await;
+    assert_eq!(reply.json()["result"]["protocolVersion"], "2025-11-25");
+    // A version header the runtime does not know does not block initialize (§8 point 11).
+    let reply = post(
+        sluice.addr,
+        &[("mcp-protocol-version", "2030-01-01")],
+        &initialize_body("2025-03-26"),
+    )
+    .await;
+    assert_eq!(reply.json()["result"]["protocolVersion"], "2025-03-26");
+}
+
+#[tokio::test]
+async fn unknown_malformed_foreign_and_deleted_sessions_are_404() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let id = session(addr, "2025-11-25").await;
+    let reply = post(addr, &[("mcp-session-id", &id)], PING).await;
+    assert_eq!(reply.status, StatusCode::OK);
+
+    for unknown in ["AAAAAAAAAAAAAAAAAAAAAA", "short", "not a valid id at all!!"] {
+        post(addr, &[("mcp-session-id", unknown)], PING)
+            .await
+            .assert_error(404, -32000, Value::Null);
+    }
+    // A session opened on acme/app is unknown on acme/other.
+    post_to(
+        addr,
+        "/runtime/acme/other/mcp",
+        &[("mcp-session-id", &id)],
+        PING,
+    )
+    .await
+    .assert_error(404, -32000, Value::Null);
+
+    let reply = delete(addr, &id).await;
+    assert_eq!(
+        (reply.status, reply.body.len()),
+        (StatusCode::NO_CONTENT, 0)
+    );
+    post(addr, &[("mcp-session-id", &id)], PING)
+        .await
+        .assert_error(404, -32000, Value::Null);
+    delete(addr, &id)
+        .await
+        .assert_error(404, -32000, Value::Null);
+    // Notifications name their session too.
+    let body = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    post(addr, &[("mcp-session-id", &id)], body)
+        .await
+        .assert_error(404, -32000, Value::Null);
+}
+
+#[tokio::test]
+async fn a_missing_session_is_400_only_when_required() {
+    let sluice = Sluice::start().await;
+    assert_eq!(post(sluice.addr, &[], PING).await.status, StatusCode::OK);
+
+    let sluice = Sluice::with(|c| c.require_session = true).await;
+    post(sluice.addr, &[], PING)
+        .await
+        .assert_error(400, -32000, Value::Null);
+    // initialize needs none, and the session it mints works.
+    let id = session(sluice.addr, "2025-11-25").await;
+    let reply = post(sluice.addr, &[("mcp-session-id", &id)], PING).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    // DELETE and GET without one are 400 too.
+    let reply = send(
+        sluice.addr,
+        request(sluice.addr, Method::DELETE, MCP, &[], ""),
+    )
+    .await;
+    reply.assert_error(400, -32000, Value::Null);
+    get(sluice.addr, &[("accept", "text/event-stream")])
+        .await
+        .assert_error(400, -32000, Value::Null);
+}
+
+#[tokio::test]
+async fn protocol_version_header_table() {
+    let sluice = Sluice::start().await;
+    let id = session(sluice.addr, "2025-06-18").await;
+    let with = |version: &'static str| {
+        let id = id.clone();
+        async move {
+            let mut headers = vec![("mcp-session-id", id.as_str())];
+            if !version.is_empty() {
+                headers.push(("mcp-protocol-version", version));
+            }
+            post(sluice.addr, &headers, PING).await
+        }
+    };
+    // Absent: the session's version. Every released version is accepted.
+    for version in ["", "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        assert_eq!(with(version).await.status, StatusCode::OK, "{version:?}");
+    }
+    // Unknown → 400 (routed to the stateless ladder, which wants the `_meta` envelope).
+    for version in ["2025-01-01", "latest"] {
+        assert_eq!(
+            with(version).await.status,
+            StatusCode::BAD_REQUEST,
+            "{version}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sse_answers_within_a_session_open_with_priming_only_from_2025_11_25() {
+    let sluice = Sluice::start().await;
+    let recent = session(sluice.addr, "2025-11-25").await;
+    let reply = post(
+        sluice.addr,
+        &[("mcp-session-id", &recent), ("accept", PREFER_SSE)],
+        PING,
+    )
+    .await;
+    let frames = raw_frames(&reply.body);
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    assert!(is_priming(&frames[0]), "{frames:?}");
+    assert!(frame_id(&frames[1]).is_some(), "{frames:?}");
+    assert_ne!(frame_id(&frames[0]), frame_id(&frames[1]));
+    assert_eq!(
+        reply.messages(),
+        vec![json!({"jsonrpc":"2.0","id":"p","result":{}})]
+    );
+
+    for older in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let id = session(sluice.addr, older).await;
+        let reply = post(
+            sluice.addr,
+            &[("mcp-session-id", &id), ("accept", PREFER_SSE)],
+            PING,
+        )
+        .await;
+        let frames = raw_frames(&reply.body);
+        assert_eq!(frames.len(), 1, "{older}: {frames:?}");
+        assert!(!is_priming(&frames[0]), "{older}: {frames:?}");
+        assert!(!String::from_utf8_lossy(&reply.body).contains("data: \n"));
+    }
+    // Outside a session: no priming, no ids.
+    let reply = post(sluice.addr, &[("accept", PREFER_SSE)], PING).await;
+    let frames = raw_frames(&reply.body);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frame_id(&frames[0]), None);
+}
+
+#[tokio::test]
+async fn get_stream_statuses() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let id = session(addr, "2025-11-25").await;
+    // 406 without text/event-stream in Accept (a missing Accept lists nothing).
+    get(
+        addr,
+        &[("accept", "application/json"), ("mcp-session-id", &id)],
+    )
+    .await
+    .assert_error(406, -32000, Value::Null);
+    get(addr, &[("mcp-session-id", &id)])
+        .await
+        .assert_error(406, -32000, Value::Null);
+    get(
+        addr,
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", "AAAAAAAAAAAAAAAAAAAAAA"),
+        ],
+    )
+    .await
+    .assert_error(404, -32000, Value::Null);
+    // The first is served (opening with priming at 2025-11-25), a second concurrent one is 409.
+    let mut first = get_stream(addr, &id, &[]).await;
+    let chunk = first.next_chunk().await.expect("priming");
+    assert!(is_priming(&String::from_utf8_lossy(&chunk)), "{chunk:?}");
+    get(
+        addr,
+        &[("accept", "text/event-stream"), ("mcp-session-id", &id)],
+    )
+    .await
+    .assert_error(409, -32000, Value::Null);
+    // DELETE closes it.
+    assert_eq!(delete(addr, &id).await.status, StatusCode::NO_CONTENT);
+    assert!(first.ends().await);
+
+    let sluice = Sluice::with(|c| c.sse_enabled = false).await;
+    let id = session(sluice.addr, "2025-11-25").await;
+    let reply = get(
+        sluice.addr,
+        &[("accept", "text/event-stream"), ("mcp-session-id", &id)],
+    )
+    .await;
+    reply.assert_error(405, -32000, Value::Null);
+    assert_eq!(reply.header("allow"), "POST, DELETE");
+}
+
+#[tokio::test]
+async fn resumption_replays_only_later_frames_of_the_same_stream() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let id = session(addr, "2025-11-25").await;
+    let reply = post(
+        addr,
+        &[("mcp-session-id", &id), ("accept", PREFER_SSE)],
+        PING,
+    )
+    .await;
+    let frames = raw_frames(&reply.body);
+    let priming = frame_id(&frames[0]).expect("priming id").to_owned();
+    let response = frame_id(&frames[1]).expect("response id").to_owned();
+
+    // From the priming id: exactly the response, then the finished stream ends.
+    let mut resumed = get_stream(addr, &id, &[("last-event-id", &priming)]).await;
+    let message = resumed.next_message().await;
+    assert_eq!(message, json!({"jsonrpc":"2.0","id":"p","result":{}}));
+    assert_eq!(
+        resumed.decoder.last_event_id().map(|b| b.to_vec()),
+        Some(response.as_bytes().to_vec())
+    );
+    assert!(resumed.ends().await);
+
+    // From the last id: nothing after it.
+    let mut resumed = get_stream(addr, &id, &[("last-event-id", &response)]).await;
+    assert!(resumed.ends().await);
+
+    // Another session presenting this id gets a fresh stream with nothing replayed: its own
+    // GET stream, opening with its own priming event.
+    let other = session(addr, "2025-11-25").await;
+    let mut fresh = get_stream(addr, &other, &[("last-event-id", &priming)]).await;
+    let chunk = fresh.next_chunk().await.expect("priming");
+    let text = String::from_utf8_lossy(&chunk).into_owned();
+    assert!(is_priming(&text), "{text}");
+    assert!(!text.contains("result"), "{text}");
+    assert_ne!(frame_id(&text), Some(priming.as_str()));
+    // A malformed or foreign-instance id is fresh too (the first GET is still live: 409 shows
+    // the fresh path was taken rather than a resume).
+    get(
+        addr,
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", &other),
+            ("last-event-id", "elsewhere.1.1"),
+        ],
+    )
+    .await
+    .assert_error(409, -32000, Value::Null);
+}
+
+#[tokio::test]
+async fn notifications_cancelled_stops_the_request_and_no_response_is_sent() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let id = session(addr, "2025-11-25").await;
+    let call = r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;
+    let session_id = id.clone();
+    let pending = tokio::spawn(async move {
+        post(
+            addr,
+            &[
+                ("mcp-session-id", &session_id),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+            call,
+        )
+        .await
+    });
+    sluice.downstream.wait_entered().await;
+    // Another session cannot cancel it.
+    let intruder = session(addr, "2025-11-25").await;
+    let cancel =
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42}}"#;
+    let reply = post(addr, &[("mcp-session-id", &intruder)], cancel).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    assert!(!pending.is_finished());
+    let reply = post(addr, &[("mcp-session-id", &id)], cancel).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    sluice.downstream.wait_dropped().await;
+    let reply = pending.await.expect("request task");
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(reply.messages().is_empty(), "{:?}", reply.body);
+}
+
+#[tokio::test]
+async fn list_changed_reaches_live_streams_after_a_reload() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let with_stream = session(addr, "2025-06-18").await;
+    let mut stream = get_stream(addr, &with_stream, &[]).await;
+    // A session of another client holds a stream too; a client that did not change would not.
+    let listen = modern_body(
+        json!("sub-1"),
+        "subscriptions/listen",
+        json!({"notifications":{"toolsListChanged":true}}),
+    );
+    let listen_req = request(
+        addr,
+        Method::POST,
+        MCP,
+        &[
+            ("accept", BOTH),
+            ("content-type", "application/json"),
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        &listen,
+    );
+    let mut listener = SseReader::open(addr, listen_req).await;
+    assert_eq!(listener.status, StatusCode::OK);
+    assert_eq!(listener.header("mcp-session-id"), "");
+    let ack = listener.next_message().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub-1",
+        "{ack}"
+    );
+
+    sluice.add_tool();
+    let message = stream.next_message().await;
+    assert_eq!(message["method"], "notifications/tools/list_changed");
+    assert!(message.get("id").is_none());
+    let message = listener.next_message().await;
+    assert_eq!(message["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub-1",
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn listen_needs_event_stream_in_accept() {
+    let sluice = Sluice::start().await;
+    let listen = modern_body(
+        json!(1),
+        "subscriptions/listen",
+        json!({"notifications":{"toolsListChanged":true}}),
+    );
+    let reply = modern(
+        sluice.addr,
+        "subscriptions/listen",
+        None,
+        &[("accept", "application/json")],
+        &listen,
+    )
+    .await;
+    reply.assert_error(406, -32000, Value::Null);
+}
+
+#[tokio::test]
+async fn idle_streams_get_keepalive_comments() {
+    let sluice = Sluice::with(|c| c.sse_keepalive = Duration::from_millis(50)).await;
+    let id = session(sluice.addr, "2025-06-18").await;
+    let mut stream = get_stream(sluice.addr, &id, &[]).await;
+    let chunk = stream.next_chunk().await.expect("a keep-alive");
+    assert_eq!(&chunk[..], b": keepalive\n\n");
+}
+
+// === tests: legacy HTTP+SSE ===
+
+#[tokio::test]
+async fn legacy_transport_end_to_end() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let open_req = request(
+        addr,
+        Method::GET,
+        "/runtime/acme/app/sse",
+        &[("accept", "text/event-stream")],
+        "",
+    );
+    let mut stream = SseReader::open(addr, open_req).await;
+    assert_eq!(stream.status, StatusCode::OK);
+    assert_eq!(stream.header("content-type"), "text/event-stream");
+    let session_id = stream.header("mcp-session-id").to_owned();
+    assert_eq!(session_id.len(), 22);
+    let endpoint = stream.next().await.expect("endpoint event");
+    assert_eq!(&endpoint.event[..], b"endpoint");
+    let path = String::from_utf8(endpoint.data.to_vec()).expect("utf-8");
+    assert_eq!(
+        path,
+        format!("/runtime/acme/app/messages?sessionId={session_id}")
+    );
+    let legacy_post = |path: String, body: &'static str| async move {
+        let headers = [("content-type", "application/json")];
+        send(addr, request(addr, Method::POST, &path, &headers, body)).await
+    };
+
+    let reply = legacy_post(path.clone(), r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#).await;
+    assert_eq!((reply.status, reply.body.len()), (StatusCode::ACCEPTED, 0));
+    let message = stream.next_message().await;
+    assert_eq!(message["id"], 1);
+    assert_eq!(message["result"]["protocolVersion"], "2024-11-05");
+
+    // A notification produces no frame: the next frame is the tools/list response.
+    let reply = legacy_post(
+        path.clone(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    let reply = legacy_post(
+        path.clone(),
+        r#"{"jsonrpc":"2.0","id":"t","method":"tools/list"}"#,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    let message = stream.next_message().await;
+    assert_eq!(message["id"], "t");
+    assert!(message["result"]["tools"].is_array(), "{message}");
+
+    // Missing sessionId → 400; unknown or another owner's → 404.
+    legacy_post(
+        "/runtime/acme/app/messages".into(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .await
+    .assert_error(400, -32000, Value::Null);
+    legacy_post(
+        "/runtime/acme/app/messages?sessionId=AAAAAAAAAAAAAAAAAAAAAA".into(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .await
+    .assert_error(404, -32000, Value::Null);
+    legacy_post(
+        format!("/runtime/acme/other/messages?sessionId={session_id}"),
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .await
+    .assert_error(404, -32000, Value::Null);
+
+    // Closing the stream ends the session (asynchronously: poll until it is gone).
+    drop(stream);
+    let gone = async {
+        loop {
+            let reply =
+                legacy_post(path.clone(), r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#).await;
+            if reply.status == StatusCode::NOT_FOUND {
+                return;
+            }
+            assert_eq!(reply.status, StatusCode::ACCEPTED);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(GUARD, gone)
+        .await
+        .expect("the session ends with its stream");
 }
