@@ -399,7 +399,10 @@ impl SseReader {
                 continue;
             }
             return serde_json::from_slice(&event.data).unwrap_or_else(|err| {
-                panic!("not JSON ({err}): {:?}", String::from_utf8_lossy(&event.data))
+                panic!(
+                    "not JSON ({err}): {:?}",
+                    String::from_utf8_lossy(&event.data)
+                )
             });
         }
     }
@@ -1326,4 +1329,30 @@ async fn legacy_transport_end_to_end() {
     tokio::time::timeout(GUARD, gone)
         .await
         .expect("the session ends with its stream");
+}
+
+#[tokio::test]
+async fn list_changed_is_not_queued_for_a_session_without_a_stream() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let without = session(addr, "2025-06-18").await;
+    // A witness session with a live stream shows when a reload has been delivered.
+    let witness = session(addr, "2025-06-18").await;
+    let mut witness_stream = get_stream(addr, &witness, &[]).await;
+    // A reload while the session holds no stream…
+    sluice.add_tool();
+    let message = witness_stream.next_message().await;
+    assert_eq!(message["method"], "notifications/tools/list_changed");
+    // …leaves nothing for it: once it opens a stream, the next reload is the only message
+    // before DELETE ends the stream.
+    let mut stream = get_stream(addr, &without, &[]).await;
+    let outcome = sluice
+        .catalog
+        .replace(&catalog_config(sluice.downstream.addr, false))
+        .expect("reload");
+    assert!(!outcome.changed.is_empty());
+    let message = stream.next_message().await;
+    assert_eq!(message["method"], "notifications/tools/list_changed");
+    assert_eq!(delete(addr, &without).await.status, StatusCode::NO_CONTENT);
+    assert!(stream.ends().await);
 }
