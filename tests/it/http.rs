@@ -41,8 +41,10 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let hooks = Arc::new(TestHooks::default());
-        let mut config = ServeConfig::default();
-        config.catalog = acme_app_catalog();
+        let mut config = ServeConfig {
+            catalog: acme_app_catalog(),
+            ..ServeConfig::default()
+        };
         config.limits.drain_grace = Duration::from_secs(10);
         config.test_hooks = Some(Arc::clone(&hooks));
         configure(&mut config);

@@ -8,7 +8,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -35,8 +35,8 @@ const GUARD: Duration = Duration::from_secs(20);
 /// away).
 struct Downstream {
     addr: SocketAddr,
-    entered: Mutex<mpsc::UnboundedReceiver<()>>,
-    dropped: Mutex<mpsc::UnboundedReceiver<()>>,
+    entered: tokio::sync::Mutex<mpsc::UnboundedReceiver<()>>,
+    dropped: tokio::sync::Mutex<mpsc::UnboundedReceiver<()>>,
 }
 
 /// Sends on drop: proves a held downstream request was abandoned.
@@ -88,19 +88,19 @@ impl Downstream {
         });
         Arc::new(Downstream {
             addr,
-            entered: Mutex::new(entered_rx),
-            dropped: Mutex::new(dropped_rx),
+            entered: tokio::sync::Mutex::new(entered_rx),
+            dropped: tokio::sync::Mutex::new(dropped_rx),
         })
     }
 
     async fn wait_entered(&self) {
-        let mut rx = self.entered.lock().expect("lock");
+        let mut rx = self.entered.lock().await;
         let got = tokio::time::timeout(GUARD, rx.recv()).await;
         assert!(matches!(got, Ok(Some(()))), "downstream was not called");
     }
 
     async fn wait_dropped(&self) {
-        let mut rx = self.dropped.lock().expect("lock");
+        let mut rx = self.dropped.lock().await;
         let got = tokio::time::timeout(GUARD, rx.recv()).await;
         assert!(
             matches!(got, Ok(Some(()))),
