@@ -50,13 +50,15 @@ pub struct ServerSettings {
     /// Interval between `: keepalive` comments on idle SSE streams, in seconds.
     pub keepalive_secs: u64,
     /// Mint an `Mcp-Session-Id` on `initialize` (handshake era). When off, no session is
-    /// created, GET and DELETE on the MCP endpoint answer 405, and every request stands alone.
+    /// created, GET and DELETE on the MCP endpoint answer 405, the legacy transport (which
+    /// needs sessions) answers 404, and every request stands alone.
     pub sessions_enabled: bool,
     /// Refuse handshake-era requests other than `initialize` that carry no `Mcp-Session-Id`
     /// (400).
     pub require_session: bool,
     /// Serve SSE streams that are not the answer of one POST: the standalone GET stream and the
-    /// legacy HTTP+SSE transport. When off, GET on the MCP endpoint answers 405 and `/sse` 405.
+    /// legacy HTTP+SSE transport. When off, GET on the MCP endpoint answers 405 and the legacy
+    /// `/sse` and `/messages` endpoints 404.
     pub sse_enabled: bool,
     /// A session unused this long is reclaimed (its id then answers 404), in seconds.
     pub session_idle_secs: u64,

@@ -111,9 +111,19 @@ pub async fn post(
             // In flight until it completes: `notifications/cancelled` aborts it here.
             let (_registration, abort) = transport.inflight.register(bound.id, id.to_owned_id());
             match Abortable::new(dispatch, abort).await {
-                Ok(outcome) => Ok(session_answer(transport, owner, &bound, framing, |out| {
-                    reply::write_outcome(out, id, &outcome)
-                })),
+                Ok(outcome) => {
+                    let size = outcome
+                        .as_ref()
+                        .map_or(0, |reply| reply::result_bytes(reply).len());
+                    Ok(session_answer(
+                        transport,
+                        owner,
+                        &bound,
+                        framing,
+                        size,
+                        |out| reply::write_outcome(out, id, &outcome),
+                    ))
+                }
                 // "The receiver SHOULD NOT reply": the answer ends without a response.
                 Err(_aborted) => Ok(cancelled_answer(transport, owner, &bound)),
             }
@@ -210,20 +220,35 @@ fn session_answer(
     owner: Owner<'_>,
     bound: &Bound,
     framing: Framing,
+    size_hint: usize,
     write: impl FnOnce(&mut BytesMut),
 ) -> Response<Body> {
     if framing == Framing::Json {
-        return reply::inline(StatusCode::OK, framing, SmallVec::new(), None, 0, write);
+        return reply::inline(
+            StatusCode::OK,
+            framing,
+            SmallVec::new(),
+            None,
+            size_hint,
+            write,
+        );
     }
     let Ok(writer) = transport.streams.open_inline(bound.id, owner) else {
         // The session closed meanwhile: answer without retention.
-        return reply::inline(StatusCode::OK, framing, SmallVec::new(), None, 0, write);
+        return reply::inline(
+            StatusCode::OK,
+            framing,
+            SmallVec::new(),
+            None,
+            size_hint,
+            write,
+        );
     };
     let mut frames: SmallVec<[Bytes; INLINE_FRAMES]> = SmallVec::new();
     if wants_priming(bound.info.version) {
         frames.extend(writer.push_priming(None).ok());
     }
-    let mut message = BytesMut::new();
+    let mut message = BytesMut::with_capacity(size_hint + 64);
     write(&mut message);
     match writer.push(&message) {
         Ok(frame) => frames.push(frame),
