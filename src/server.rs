@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{broadcast, mpsc, Notify};
 
 use crate::admin;
 use crate::catalog::model::{Config, ServerSettings};
@@ -21,8 +21,13 @@ use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
 use crate::http::{server, Drain, Error, Limits};
 use crate::invoke::{Invoker, InvokerConfig};
+use crate::mcp::{Dispatcher, DispatcherConfig, Era};
 use crate::rest::Rest;
-use crate::transport::{self, streamable};
+use crate::session::{SessionConfig, Sessions};
+use crate::transport::stream::{
+    spawn_janitor, StreamConfig, StreamRegistry, DEFAULT_SWEEP_INTERVAL,
+};
+use crate::transport::{self, legacy_sse, streamable, Transport};
 
 /// Everything `serve` needs besides the listener.
 #[derive(Debug, Clone)]
@@ -42,6 +47,19 @@ pub struct ServeConfig {
     pub admin_token: Option<String>,
     /// Downstream client settings.
     pub invoker: InvokerConfig,
+    /// Server identity and listing settings of the MCP dispatcher.
+    pub dispatcher: DispatcherConfig,
+    /// Mint sessions on `initialize` (`[server] sessions_enabled`).
+    pub sessions_enabled: bool,
+    /// Refuse handshake-era requests without `Mcp-Session-Id` (400).
+    pub require_session: bool,
+    /// Serve the standalone GET stream and the legacy `/sse` transport (405 otherwise).
+    pub sse_enabled: bool,
+    /// Session limits: idle expiry, init timeout, per-tenant cap.
+    pub sessions: SessionConfig,
+    /// Stream registry settings: instance id, retention; its `keepalive` is taken from
+    /// [`ServeConfig::sse_keepalive`].
+    pub streams: StreamConfig,
     /// Test-only routes under `/__test/` (see [`TestHooks`]); `None` in production.
     #[doc(hidden)]
     pub test_hooks: Option<Arc<TestHooks>>,
@@ -57,6 +75,12 @@ impl Default for ServeConfig {
             catalog: Arc::new(empty_catalog()),
             admin_token: None,
             invoker: InvokerConfig::default(),
+            dispatcher: DispatcherConfig::default(),
+            sessions_enabled: true,
+            require_session: false,
+            sse_enabled: true,
+            sessions: SessionConfig::default(),
+            streams: StreamConfig::default(),
             test_hooks: None,
         }
     }
@@ -80,6 +104,21 @@ impl ServeConfig {
             prefer_sse: settings.prefer_sse,
             admin_token: settings.admin_token.clone(),
             invoker: InvokerConfig::from_server_settings(settings),
+            dispatcher: DispatcherConfig::default(),
+            sessions_enabled: settings.sessions_enabled,
+            require_session: settings.require_session,
+            sse_enabled: settings.sse_enabled,
+            sessions: SessionConfig {
+                idle: Duration::from_secs(settings.session_idle_secs),
+                init_timeout: Duration::from_secs(settings.session_init_timeout_secs),
+                max_per_tenant: settings.max_sessions_per_tenant,
+            },
+            streams: StreamConfig {
+                instance: settings.instance_id.clone(),
+                retain: Duration::from_secs(settings.retain_secs),
+                retain_events: settings.retain_events,
+                ..StreamConfig::default()
+            },
             catalog,
             test_hooks: None,
         }
@@ -111,7 +150,7 @@ pub struct TestHooks {
 
 /// State shared by every request (read-only after start).
 struct State {
-    mcp: streamable::Settings,
+    mcp: Arc<Transport>,
     rest: Rest,
     admin_token: Option<String>,
     drain: Drain,
@@ -127,15 +166,43 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let drain = Drain::new();
+    let invoker = Arc::new(Invoker::new(config.invoker));
+    let dispatcher = Arc::new(Dispatcher::new(config.dispatcher, Arc::clone(&invoker)));
+    let sessions = Sessions::local(config.sessions);
+    let streams = StreamRegistry::new(StreamConfig {
+        keepalive: config.sse_keepalive,
+        ..config.streams
+    })
+    .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
+    // Subscribed before the first request, so no reload is missed.
+    let list_changed = list_changed_task(
+        Arc::clone(&config.catalog),
+        streams.clone(),
+        Arc::clone(&dispatcher),
+        drain.clone(),
+    );
+    let janitor = spawn_janitor(&streams, sessions.clone(), DEFAULT_SWEEP_INTERVAL);
     let state = Arc::new(State {
-        mcp: streamable::Settings {
-            allowed_origins: config.allowed_origins,
-            prefer_sse: config.prefer_sse,
-            max_body_bytes: config.limits.max_body_bytes,
-        },
+        mcp: Arc::new(Transport {
+            settings: transport::Settings {
+                allowed_origins: config.allowed_origins,
+                prefer_sse: config.prefer_sse,
+                max_body_bytes: config.limits.max_body_bytes,
+                sessions_enabled: config.sessions_enabled,
+                require_session: config.require_session,
+                sse_enabled: config.sse_enabled,
+                keepalive: config.sse_keepalive,
+            },
+            catalog: Arc::clone(&config.catalog),
+            dispatcher,
+            drain: drain.clone(),
+            sessions,
+            streams,
+            inflight: Default::default(),
+        }),
         rest: Rest {
             catalog: config.catalog,
-            invoker: Arc::new(Invoker::new(config.invoker)),
+            invoker,
             max_body_bytes: config.limits.max_body_bytes,
         },
         admin_token: config.admin_token,
@@ -146,7 +213,56 @@ pub async fn serve(
         let state = Arc::clone(&state);
         async move { Ok::<_, Infallible>(handle(&state, req).await) }
     });
-    server::run(listener, &config.limits, drain, service, shutdown).await
+    let result = server::run(listener, &config.limits, drain, service, shutdown).await;
+    list_changed.abort();
+    janitor.abort();
+    result
+}
+
+/// Pushes `notifications/tools/list_changed` to the live streams of every (tenant, client)
+/// whose listing a reload changed: session streams get the handshake-era message, listen
+/// streams the stateless one tagged with their subscription id. A subscriber that fell behind
+/// (`Lagged`) notifies every client of the current snapshot. Ends when the server drains.
+fn list_changed_task(
+    catalog: Arc<Catalog>,
+    streams: StreamRegistry,
+    dispatcher: Arc<Dispatcher>,
+    drain: Drain,
+) -> tokio::task::JoinHandle<()> {
+    let mut changes = catalog.subscribe();
+    tokio::spawn(async move {
+        let deliver = |tenant: &str, client: &str| {
+            streams.deliver_list_changed(tenant, Some(client), |subscription_id| {
+                let era = match subscription_id {
+                    Some(_) => Era::Stateless,
+                    None => Era::Handshake,
+                };
+                dispatcher.list_changed_message(era, subscription_id)
+            });
+        };
+        let drained = drain.signalled();
+        tokio::pin!(drained);
+        loop {
+            let change = tokio::select! {
+                () = &mut drained => return,
+                change = changes.recv() => change,
+            };
+            match change {
+                Ok(set) => {
+                    for key in &set.changed {
+                        deliver(&key.tenant, &key.client);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let snapshot = catalog.current();
+                    for (view, _) in snapshot.fingerprints() {
+                        deliver(view.tenant(), view.client());
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
 }
 
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
@@ -161,13 +277,12 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         Err(err) => return Error::from(err).into_response(),
     };
     let result = match route {
-        Route::Mcp(target) => streamable::handle(&parts, body, &target, &state.mcp).await,
+        Route::Mcp(target) => streamable::handle(&state.mcp, &parts, body, &target).await,
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz if state.drain.is_draining() => Err(Error::Unavailable("draining".into())),
         Route::Readyz => Ok(response::text(StatusCode::OK, "ready")),
-        Route::LegacySse(_) | Route::LegacyMessages(_) => {
-            Err(Error::NotImplemented("the HTTP+SSE (2024-11-05) transport"))
-        }
+        Route::LegacySse(target) => legacy_sse::open(&state.mcp, &parts, &target).await,
+        Route::LegacyMessages(target) => legacy_sse::post(&state.mcp, &parts, body, &target).await,
         Route::RestTools(target) => state.rest.list_tools(&target),
         Route::RestCall(target, name) => state.rest.call_tool(&parts, body, &target, &name).await,
         Route::BosPlatform => Err(Error::NotImplemented("the BOS platform app")),

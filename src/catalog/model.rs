@@ -49,6 +49,31 @@ pub struct ServerSettings {
     pub prefer_sse: bool,
     /// Interval between `: keepalive` comments on idle SSE streams, in seconds.
     pub keepalive_secs: u64,
+    /// Mint an `Mcp-Session-Id` on `initialize` (handshake era). When off, no session is
+    /// created, GET and DELETE on the MCP endpoint answer 405, the legacy transport (which
+    /// needs sessions) answers 404, and every request stands alone.
+    pub sessions_enabled: bool,
+    /// Refuse handshake-era requests other than `initialize` that carry no `Mcp-Session-Id`
+    /// (400).
+    pub require_session: bool,
+    /// Serve SSE streams that are not the answer of one POST: the standalone GET stream and the
+    /// legacy HTTP+SSE transport. When off, GET on the MCP endpoint answers 405 and the legacy
+    /// `/sse` and `/messages` endpoints 404.
+    pub sse_enabled: bool,
+    /// A session unused this long is reclaimed (its id then answers 404), in seconds.
+    pub session_idle_secs: u64,
+    /// A session that never sent `notifications/initialized` is reclaimed after this many
+    /// seconds.
+    pub session_init_timeout_secs: u64,
+    /// Most live sessions per tenant; `initialize` past it is refused (503).
+    pub max_sessions_per_tenant: usize,
+    /// How long a finished POST stream stays resumable, in seconds.
+    pub retain_secs: u64,
+    /// Most frames a stream retains for `Last-Event-ID` replay; older frames age out.
+    pub retain_events: usize,
+    /// This instance's name in event ids (`{instance}.{stream}.{seq}`); random per process when
+    /// unset.
+    pub instance_id: Option<String>,
 }
 
 impl Default for ServerSettings {
@@ -67,6 +92,15 @@ impl Default for ServerSettings {
             allowed_origins: Vec::new(),
             prefer_sse: false,
             keepalive_secs: 15,
+            sessions_enabled: true,
+            require_session: false,
+            sse_enabled: true,
+            session_idle_secs: 30 * 60,
+            session_init_timeout_secs: 60,
+            max_sessions_per_tenant: 10_000,
+            retain_secs: 60,
+            retain_events: 256,
+            instance_id: None,
         }
     }
 }

@@ -15,25 +15,39 @@ pub fn config_text(api_base: &str) -> String {
     CONFIG_TEMPLATE.replace("{api}", api_base)
 }
 
+/// The copy-pasteable MCP session of the banner; `{mcp}` is the MCP endpoint URL.
+const MCP_SESSION: &str = r#"An MCP session with curl (Streamable HTTP, protocol 2025-11-25):
+MCP={mcp}
+H='-H content-type:application/json -H accept:application/json,text/event-stream'
+curl -si $MCP $H -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
+SID=...   # paste the Mcp-Session-Id header of the answer above
+curl -si $MCP $H -H "mcp-session-id: $SID" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+curl -s $MCP $H -H "mcp-session-id: $SID" -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+curl -s $MCP $H -H "mcp-session-id: $SID" -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_customer","arguments":{"id":"c-100"}}}'
+curl -N $MCP -H accept:text/event-stream -H "mcp-session-id: $SID"    # the session's stream (Ctrl-C to leave)
+curl -si -X DELETE $MCP -H "mcp-session-id: $SID"                       # 204; the id is 404 from now on"#;
+
 /// What `sluice demo` prints once it listens on `addr`: where to point an MCP client and a
 /// copy-pasteable session.
 pub fn banner(addr: std::net::SocketAddr) -> String {
     let base = format!("http://{addr}/runtime/demo/agent");
+    let session = MCP_SESSION.replace("{mcp}", &format!("{base}/mcp"));
     format!(
         "sluice demo is listening on http://{addr}\n\
          \n\
          MCP endpoint (Streamable HTTP):  {base}/mcp\n\
+         Legacy HTTP+SSE (2024-11-05):    {base}/sse\n\
          REST tools:                      {base}/tools\n\
          \n\
-         Try it:\n\
+         {session}\n\
+         \n\
+         The same tools over REST:\n\
          curl -s {base}/tools\n\
          curl -s -X POST {base}/tools/get_customer -H 'content-type: application/json' -d '{{\"id\":\"c-100\"}}'\n\
          curl -s -X POST {base}/tools/find_customers -H 'content-type: application/json' -d '{{\"city\":\"London\"}}'\n\
          curl -s -X POST {base}/tools/discover_tool_schema -H 'content-type: application/json' -d '{{\"tool_id\":\"place_order\"}}'\n\
          curl -s -X POST {base}/tools/place_order -H 'content-type: application/json' -H 'X-Correlation-Id: demo-42' -i \\\n  \
          -d '{{\"customer_id\":\"c-100\",\"items\":[{{\"product\":\"SKU-1\",\"quantity\":2}}]}}'\n\
-         curl -s -X POST {base}/mcp -H 'content-type: application/json' \\\n  \
-         -H 'accept: application/json, text/event-stream' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}'\n\
          \n\
          Ctrl-C drains and stops."
     )
@@ -49,5 +63,23 @@ mod tests {
         assert_eq!(config.tenants.len(), 1);
         assert_eq!(config.tenants[0].toolsets[0].tools.len(), 3);
         assert!(!text.contains("{api}"));
+    }
+
+    #[test]
+    fn banner_has_a_whole_mcp_session() {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 8080));
+        let banner = super::banner(addr);
+        assert!(banner.contains("MCP=http://127.0.0.1:8080/runtime/demo/agent/mcp"));
+        for needle in [
+            "\"method\":\"initialize\"",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "curl -N $MCP",
+            "-X DELETE $MCP",
+        ] {
+            assert!(banner.contains(needle), "{needle}");
+        }
+        assert!(!banner.contains("{mcp}"));
     }
 }

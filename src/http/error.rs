@@ -74,6 +74,21 @@ pub enum Error {
         /// The request id when it could be read.
         id: Option<OwnedId>,
     },
+    /// Like [`Error::JsonRpc`], with a `data` member (raw JSON), e.g. -32022's
+    /// `{"supported":[…],"requested":"…"}`.
+    #[error("{message}")]
+    JsonRpcWithData {
+        /// HTTP status to answer with.
+        status: StatusCode,
+        /// JSON-RPC error code.
+        code: ErrorCode,
+        /// Human-readable message.
+        message: Cow<'static, str>,
+        /// The request id when it could be read.
+        id: Option<OwnedId>,
+        /// The `data` member: one JSON value.
+        data: bytes::Bytes,
+    },
     /// The request's params are invalid (-32602 on 200: handshake-era rule).
     #[error("invalid params: {message}")]
     InvalidParams {
@@ -122,7 +137,7 @@ impl Error {
             Error::BodyRead(_) | Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
-            Error::JsonRpc { status, .. } => *status,
+            Error::JsonRpc { status, .. } | Error::JsonRpcWithData { status, .. } => *status,
             Error::InvalidParams { .. } => StatusCode::OK,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -135,7 +150,7 @@ impl Error {
     /// The JSON-RPC error code in the body.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::JsonRpc { code, .. } => *code,
+            Error::JsonRpc { code, .. } | Error::JsonRpcWithData { code, .. } => *code,
             Error::InvalidParams { .. } => ErrorCode::INVALID_PARAMS,
             Error::Internal => ErrorCode::INTERNAL_ERROR,
             _ => SERVER_ERROR,
@@ -146,6 +161,7 @@ impl Error {
     pub fn id(&self) -> Option<&OwnedId> {
         match self {
             Error::JsonRpc { id, .. }
+            | Error::JsonRpcWithData { id, .. }
             | Error::InvalidParams { id, .. }
             | Error::BadGateway { id, .. }
             | Error::GatewayTimeout { id, .. } => id.as_ref(),
@@ -159,11 +175,18 @@ impl Error {
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
         let message = match &self {
-            Error::JsonRpc { message, .. } => message.clone(),
+            Error::JsonRpc { message, .. } | Error::JsonRpcWithData { message, .. } => {
+                message.clone()
+            }
             other => Cow::Owned(other.to_string()),
         };
         let mut buf = BytesMut::with_capacity(64 + message.len());
-        jsonrpc::write_error(&mut buf, self.id(), self.code(), &message);
+        match &self {
+            Error::JsonRpcWithData { data, .. } => {
+                write_error_raw_data(&mut buf, self.id(), self.code(), &message, data);
+            }
+            _ => jsonrpc::write_error(&mut buf, self.id(), self.code(), &message),
+        }
 
         let mut response = Response::new(Body::full(buf.freeze()));
         *response.status_mut() = status;
@@ -181,6 +204,27 @@ impl Error {
             _ => {}
         }
         response
+    }
+}
+
+/// Writes an error whose `data` is already JSON text; falls back to no `data` when it is not
+/// one valid JSON value (a bug upstream must not produce an invalid body).
+fn write_error_raw_data(
+    buf: &mut BytesMut,
+    id: Option<&OwnedId>,
+    code: ErrorCode,
+    message: &str,
+    data: &[u8],
+) {
+    let raw = std::str::from_utf8(data)
+        .ok()
+        .and_then(|text| serde_json::value::RawValue::from_string(text.to_owned()).ok());
+    let written = match &raw {
+        Some(raw) => jsonrpc::write_error_with_data(buf, id, code, message, raw).is_ok(),
+        None => false,
+    };
+    if !written {
+        jsonrpc::write_error(buf, id, code, message);
     }
 }
 
@@ -244,6 +288,17 @@ mod tests {
             },
             200,
             r#"{"jsonrpc":"2.0","id":"0","error":{"code":-32601,"message":"Method not found"}}"#,
+        );
+        check(
+            Error::JsonRpcWithData {
+                status: StatusCode::BAD_REQUEST,
+                code: ErrorCode(-32022),
+                message: "Unsupported protocol version".into(),
+                id: num(3),
+                data: bytes::Bytes::from_static(br#"{"supported":["2026-07-28"],"requested":"x"}"#),
+            },
+            400,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"x"}}}"#,
         );
         check(
             Error::InvalidParams {

@@ -1,19 +1,52 @@
 //! MCP methods over JSON-RPC: the dispatcher, every method family, `_meta` parsing, version
 //! negotiation, and the era rules for result shapes.
 //!
-//! STUB API: the signatures below are the seam the transport codes against; the mcp work fills
-//! the bodies (one file per method family: `lifecycle.rs`, `tools.rs`, `resources.rs`,
-//! `prompts.rs`, `meta.rs`, `era.rs`, …) and may add items, keeping these names.
-//! Must not touch sockets or HTTP types: it sees a method name, a params payload and a [`Scope`].
+//! The transport hands [`Dispatcher::request`] a method name, the request's `params` (a
+//! [`Payload`] still borrowing the request body) and a [`Scope`]; it gets back the `result`
+//! object as JSON bytes ([`Reply`]) or an [`McpError`] it maps to a JSON-RPC error and a status.
+//! Every method has the same life cycle (mini-redis `cmd/`): parse its params (typed, borrowed
+//! from the body), apply them to the catalog snapshot or the invoker, and write the result
+//! straight into a `BytesMut` (listing bytes are copied from the snapshot, never re-serialized).
+//!
+//! Layout, one file per family:
+//! - `dispatch.rs`: the method table and client notifications.
+//! - `lifecycle.rs`: `initialize`, `ping`, `server/discover`, version negotiation.
+//! - `tools.rs`: `tools/list`, `tools/call` (and `discover_tool_schema`).
+//! - `resources.rs`, `prompts.rs`: the toolset system prompts as resources and prompts.
+//! - `subscriptions.rs`: `subscriptions/listen` parameters and messages, `list_changed`.
+//! - `meta.rs`: stateless-era `_meta` validation, `Mcp-Name` routing values, opt-ins.
+//! - `era.rs`: result shaping per era (`resultType`, `ttlMs`, `cacheScope`, serverInfo).
+//! - `page.rs`: opaque cursors and page slicing.
+//! - `params.rs`: reading typed params from a [`Payload`]; `json.rs`: small JSON writers;
+//!   `names.rs`: method names and `_meta` keys.
+//!
+//! Must not touch sockets or HTTP types: status codes are the transport's (`http/`) business.
+
+mod dispatch;
+mod era;
+mod json;
+mod lifecycle;
+pub mod meta;
+pub mod names;
+mod page;
+mod params;
+mod prompts;
+mod resources;
+pub mod subscriptions;
+mod tools;
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::catalog::Snapshot;
 use crate::invoke::{CallContext, Invoker};
 use crate::jsonrpc::{ErrorCode, Payload};
+
+pub use meta::{experimental_opt_in, routing_name, stateless_meta, MetaInfo};
+pub use resources::{prompt_resource_uri, PROMPT_RESOURCE_PREFIX};
+pub use subscriptions::{ListChanged, SubscriptionFilter};
 
 /// The handshake-era protocol versions this runtime implements, newest first.
 pub const HANDSHAKE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -21,6 +54,10 @@ pub const HANDSHAKE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-2
 pub const STATELESS_VERSIONS: &[&str] = &["2026-07-28"];
 /// The version assumed when a handshake-era request names none and has no session.
 pub const DEFAULT_HANDSHAKE_VERSION: &str = "2025-03-26";
+
+/// The experimental capability key of the BOS source-results extension (protocol/mcp.md §6.2:
+/// valid under `experimental`, not under `extensions`, because its name contains `/`).
+pub const SOURCE_RESULTS_EXTENSION: &str = "bos/source-results/v1";
 
 /// Which protocol era a request belongs to (protocol/mcp.md §6.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +86,28 @@ pub struct Scope<'a> {
     pub call: &'a CallContext,
 }
 
+/// What the server advertises for the `bos/source-results/v1` extension under
+/// `capabilities.experimental` (design §7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceResultsAdvert {
+    /// Most records per delivered page.
+    pub page_size: u32,
+    /// Most source reads in flight per invocation.
+    pub max_concurrent_sources: u32,
+    /// Where the extension's contract is described.
+    pub contract_uri: String,
+}
+
+impl Default for SourceResultsAdvert {
+    fn default() -> Self {
+        Self {
+            page_size: 100,
+            max_concurrent_sources: 8,
+            contract_uri: "urn:sluice:bos:source-results:v1".to_owned(),
+        }
+    }
+}
+
 /// Server identity and advertised extras, from configuration.
 #[derive(Debug, Clone)]
 pub struct DispatcherConfig {
@@ -58,10 +117,14 @@ pub struct DispatcherConfig {
     pub server_version: String,
     /// `instructions` in `initialize` / `server/discover`, when set.
     pub instructions: Option<String>,
-    /// Page size of `tools/list`, `resources/list`, `prompts/list` (cursor pagination).
+    /// Page size of `tools/list`, `resources/list`, `prompts/list` (cursor pagination). A list
+    /// longer than this is cut into pages linked by `nextCursor`; 0 is read as 1.
     pub page_size: usize,
     /// `ttlMs` on cacheable stateless-era results.
     pub ttl_ms: u64,
+    /// The `bos/source-results/v1` advert in `capabilities.experimental`; `None` advertises
+    /// nothing. On by default with contract URI `urn:sluice:bos:source-results:v1`.
+    pub source_results: Option<SourceResultsAdvert>,
 }
 
 impl Default for DispatcherConfig {
@@ -72,6 +135,7 @@ impl Default for DispatcherConfig {
             instructions: None,
             page_size: 100,
             ttl_ms: 0,
+            source_results: Some(SourceResultsAdvert::default()),
         }
     }
 }
@@ -92,6 +156,10 @@ pub enum Reply {
         /// The client's `capabilities` as JSON bytes.
         client_capabilities: Bytes,
     },
+    /// `subscriptions/listen` (stateless era): the transport opens the long-lived stream, sends
+    /// [`Dispatcher::acknowledged_message`] first, then [`Dispatcher::list_changed_message`]s of
+    /// the kinds the filter honours, and ends with [`Dispatcher::listen_result`].
+    Listen(SubscriptionFilter),
 }
 
 /// What a client notification asks the transport to do.
@@ -144,63 +212,127 @@ impl McpError {
             McpError::MethodNotFound(_) => ErrorCode::METHOD_NOT_FOUND,
             McpError::InvalidParams(_) | McpError::MissingMeta(_) => ErrorCode::INVALID_PARAMS,
             McpError::UnsupportedVersion { .. } => ErrorCode(-32022),
-            McpError::ResourceNotFound { era: Era::Handshake, .. } => ErrorCode(-32002),
+            McpError::ResourceNotFound {
+                era: Era::Handshake,
+                ..
+            } => ErrorCode(-32002),
             McpError::ResourceNotFound { .. } => ErrorCode::INVALID_PARAMS,
             McpError::Internal => ErrorCode::INTERNAL_ERROR,
         }
     }
 
-    /// The `data` member as JSON bytes, when the error has one.
+    /// The `data` member as JSON bytes, when the error has one:
+    /// - `UnsupportedVersion`: `{"supported":[stateless versions…, handshake versions…],
+    ///   "requested":"…"}` (modern first; Python's probe falls back to `initialize` when it sees
+    ///   handshake versions there, protocol/mcp.md §6.2);
+    /// - `ResourceNotFound`: `{"uri":"…"}` in both eras.
     pub fn data(&self) -> Option<Bytes> {
-        None
+        match self {
+            McpError::UnsupportedVersion { requested } => {
+                let mut out = BytesMut::with_capacity(128 + requested.len());
+                out.put_slice(b"{\"supported\":[");
+                for (i, version) in STATELESS_VERSIONS
+                    .iter()
+                    .chain(HANDSHAKE_VERSIONS)
+                    .enumerate()
+                {
+                    if i > 0 {
+                        out.put_u8(b',');
+                    }
+                    json::put_str(&mut out, version);
+                }
+                out.put_slice(b"],\"requested\":");
+                json::put_str(&mut out, requested);
+                out.put_u8(b'}');
+                Some(out.freeze())
+            }
+            McpError::ResourceNotFound { uri, .. } => {
+                let mut out = BytesMut::with_capacity(16 + uri.len());
+                out.put_slice(b"{\"uri\":");
+                json::put_str(&mut out, uri);
+                out.put_u8(b'}');
+                Some(out.freeze())
+            }
+            _ => None,
+        }
     }
 }
 
 /// The method table: one instance per server, shared by every transport.
 #[derive(Debug)]
 pub struct Dispatcher {
-    #[allow(dead_code)]
     config: DispatcherConfig,
-    #[allow(dead_code)]
     invoker: Arc<Invoker>,
+    /// JSON computed once from `config`: capabilities, serverInfo, era suffixes, discover.
+    prepared: lifecycle::Prepared,
 }
 
 impl Dispatcher {
     /// A dispatcher calling downstreams through `invoker`.
     pub fn new(config: DispatcherConfig, invoker: Arc<Invoker>) -> Self {
-        Self { config, invoker }
+        let prepared = lifecycle::Prepared::new(&config);
+        Self {
+            config,
+            invoker,
+            prepared,
+        }
+    }
+
+    /// The configuration it was built with.
+    pub fn config(&self) -> &DispatcherConfig {
+        &self.config
     }
 
     /// Handles one request. `tools/call` awaits the downstream; dropping the future cancels it.
     pub async fn request(
         &self,
-        _scope: &Scope<'_>,
+        scope: &Scope<'_>,
         method: &str,
-        _params: Option<&Payload<'_>>,
+        params: Option<&Payload<'_>>,
     ) -> Result<Reply, McpError> {
-        match method {
-            "ping" => Ok(Reply::Result(Bytes::from_static(b"{}"))),
-            other => Err(McpError::MethodNotFound(other.to_owned())),
-        }
+        dispatch::request(self, scope, method, params).await
     }
 
     /// Handles one client notification.
     pub fn notification(
         &self,
-        _scope: &Scope<'_>,
+        scope: &Scope<'_>,
         method: &str,
-        _params: Option<&Payload<'_>>,
+        params: Option<&Payload<'_>>,
     ) -> NotificationEffect {
-        match method {
-            "notifications/initialized" => NotificationEffect::Initialized,
-            _ => NotificationEffect::None,
-        }
+        dispatch::notification(scope, method, params)
     }
 
     /// The JSON of a server→client notification `notifications/tools/list_changed` (a whole
     /// JSON-RPC message), for the given era (stateless-era listen streams add the subscription
-    /// id in `_meta`).
-    pub fn list_changed_message(&self, _era: Era, _subscription_id: Option<&[u8]>) -> Bytes {
-        Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}")
+    /// id — the listen request id's JSON text — in `_meta`).
+    pub fn list_changed_message(&self, era: Era, subscription_id: Option<&[u8]>) -> Bytes {
+        subscriptions::list_changed(ListChanged::Tools, era, subscription_id)
+    }
+
+    /// `notifications/{tools,prompts,resources}/list_changed` for any of the three lists.
+    pub fn list_changed_message_for(
+        &self,
+        kind: ListChanged,
+        era: Era,
+        subscription_id: Option<&[u8]>,
+    ) -> Bytes {
+        subscriptions::list_changed(kind, era, subscription_id)
+    }
+
+    /// The first message of a listen stream: `notifications/subscriptions/acknowledged` with the
+    /// honoured subset of `filter`, tagged with the listen request id (its JSON text).
+    pub fn acknowledged_message(
+        &self,
+        filter: &SubscriptionFilter,
+        subscription_id: &[u8],
+    ) -> Bytes {
+        subscriptions::acknowledged(filter, subscription_id)
+    }
+
+    /// The `result` object that ends a listen stream gracefully:
+    /// `{"resultType":"complete","_meta":{subscriptionId, serverInfo}}` (no envelope).
+    pub fn listen_result(&self, subscription_id: &[u8]) -> Bytes {
+        subscriptions::listen_result(&self.prepared, subscription_id)
     }
 }

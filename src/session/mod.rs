@@ -1,4 +1,158 @@
 //! Sessions: records, the `SessionStore` and `Backplane` seams, and their process-local
 //! implementations.
 //!
-//! STUB: the session work fills this in. Must not hold sockets.
+//! - `id.rs`: [`SessionId`], 128 random bits as 22 characters of base64url.
+//! - `record.rs`: [`SessionRecord`], the [`Owner`] a session is bound to, what validation returns.
+//! - `store.rs`: the [`SessionStore`] contract (ownership, expiry, cap).
+//! - `local.rs`: [`LocalStore`], sharded in-memory maps.
+//! - `backplane.rs`: the [`Backplane`] contract, [`LocalBackplane`] and the [`Bus`] front.
+//!
+//! Callers use the [`Sessions`] front: an enum over the implementations with inherent async
+//! methods, so the hot path (`validate` on every request) costs no boxed future.
+//! Must not hold sockets: streams live in `transport::stream`, which closes a session's streams
+//! when the sweeper reports it expired.
+
+mod backplane;
+mod id;
+mod local;
+mod record;
+mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use backplane::{Backplane, BackplaneError, Bus, Inbox, LocalBackplane};
+pub use id::{
+    EncodedSessionId, IdHashBuilder, IdHasher, SessionId, SESSION_ID_BYTES, SESSION_ID_LEN,
+};
+pub use local::{LocalStore, SESSION_SHARDS};
+pub use record::{
+    Handshake, NewSession, Owner, OwnerKey, SessionInfo, SessionRecord, ANONYMOUS_CALLER,
+};
+pub use store::SessionStore;
+
+/// Default idle timeout: a session no request has named for this long expires (404 after).
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// Default init timeout: a session that has not sent `notifications/initialized` this long after
+/// `initialize` expires, so abandoned handshakes do not hold a slot of the tenant's cap.
+pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Default per-tenant cap on live sessions; a create beyond it fails with
+/// [`SessionError::TenantCapReached`].
+pub const DEFAULT_MAX_SESSIONS_PER_TENANT: usize = 10_000;
+
+/// Session limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// `session_idle_secs`: idle time after which a session expires.
+    pub idle: Duration,
+    /// Time a session may stay uninitialized after creation.
+    pub init_timeout: Duration,
+    /// Live sessions allowed per tenant.
+    pub max_per_tenant: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            idle: DEFAULT_SESSION_IDLE,
+            init_timeout: DEFAULT_INIT_TIMEOUT,
+            max_per_tenant: DEFAULT_MAX_SESSIONS_PER_TENANT,
+        }
+    }
+}
+
+/// Why a session operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// Unknown, expired, terminated, or owned by someone else (deliberately one case): the
+    /// transport answers 404 so the client initializes afresh.
+    #[error("session not found")]
+    NotFound,
+    /// The tenant already holds its maximum number of sessions.
+    #[error("tenant session cap reached ({cap})")]
+    TenantCapReached {
+        /// The cap in force.
+        cap: usize,
+    },
+    /// A shared store could not be reached.
+    #[error("session store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The session store in use: a `match` front over the implementations (cheap to clone).
+#[derive(Debug, Clone)]
+pub enum Sessions {
+    /// Process-local maps (the default).
+    Local(Arc<LocalStore>),
+}
+
+impl Sessions {
+    /// A process-local store.
+    pub fn local(config: SessionConfig) -> Self {
+        Self::Local(Arc::new(LocalStore::new(config)))
+    }
+
+    /// See [`SessionStore::create`].
+    pub async fn create(&self, new: NewSession<'_>) -> Result<SessionId, SessionError> {
+        match self {
+            Self::Local(store) => store.create(new),
+        }
+    }
+
+    /// See [`SessionStore::validate`].
+    pub async fn validate(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> Result<SessionInfo, SessionError> {
+        match self {
+            Self::Local(store) => store.validate(id, owner),
+        }
+    }
+
+    /// See [`SessionStore::mark_initialized`].
+    pub async fn mark_initialized(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> Result<(), SessionError> {
+        match self {
+            Self::Local(store) => store.mark_initialized(id, owner),
+        }
+    }
+
+    /// See [`SessionStore::set_handshake`].
+    pub async fn set_handshake(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+        handshake: Handshake<'_>,
+    ) -> Result<(), SessionError> {
+        match self {
+            Self::Local(store) => store.set_handshake(id, owner, handshake),
+        }
+    }
+
+    /// See [`SessionStore::delete`].
+    pub async fn delete(&self, id: &SessionId, owner: Owner<'_>) -> Result<(), SessionError> {
+        match self {
+            Self::Local(store) => store.delete(id, owner),
+        }
+    }
+
+    /// See [`SessionStore::count`].
+    pub async fn count(&self, tenant: &str) -> Result<usize, SessionError> {
+        match self {
+            Self::Local(store) => Ok(store.count(tenant)),
+        }
+    }
+
+    /// See [`SessionStore::expire`].
+    pub async fn expire(&self) -> Result<Vec<SessionId>, SessionError> {
+        match self {
+            Self::Local(store) => Ok(store.expire()),
+        }
+    }
+}

@@ -1,21 +1,56 @@
-//! MCP over HTTP. For now only the `ping` path through the whole stack ([`streamable`]).
+//! MCP over HTTP: Streamable HTTP in both protocol eras ([`streamable`], which classifies each
+//! request and hands it to [`handshake`] or [`stateless`]) and the deprecated 2024-11-05
+//! HTTP+SSE transport ([`legacy_sse`]).
 //!
-//! Must not implement MCP methods beyond what the transport needs.
+//! Owns the HTTP side of MCP: routing headers, sessions as seen on the wire (`Mcp-Session-Id`),
+//! JSON-or-SSE answers, in-flight cancellation, and the wiring of streams to the live stream
+//! registry ([`stream`], owned by the session work). Must not implement MCP methods: every
+//! message goes to [`crate::mcp::Dispatcher`].
+//!
+//! The hot path answers a request whose reply is ready at once **inline**: the dispatch future
+//! runs in the connection's own task and the reply is one JSON body or a few known SSE frames
+//! (`Body::frames`), with no spawned task and no channel (DESIGN.md §10). Only streams that stay
+//! open (GET, `subscriptions/listen`, the legacy `/sse`) are fed through a channel.
 
+pub mod handshake;
+pub mod headers;
+pub mod inflight;
+pub mod legacy_sse;
+pub mod reply;
+pub mod stateless;
+pub mod stream;
 pub mod streamable;
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use http::HeaderName;
+
+use crate::catalog::Catalog;
+use crate::http::Drain;
+use crate::mcp::Dispatcher;
+use crate::session::{SessionId, Sessions};
+use stream::StreamRegistry;
 
 /// Default interval between `: keepalive` comments on an idle SSE stream; a stream idle this
 /// long gets one so proxies and clients do not time it out.
 pub const DEFAULT_SSE_KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// The `MCP-Protocol-Version` request header.
-pub const MCP_PROTOCOL_VERSION: http::HeaderName =
-    http::HeaderName::from_static("mcp-protocol-version");
+pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// The `Mcp-Session-Id` header (request and `initialize` response).
+pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// The stateless-era `Mcp-Method` request header.
+pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+/// The stateless-era `Mcp-Name` request header.
+pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// The `Last-Event-ID` request header of a resuming GET.
+pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
-/// Protocol versions this runtime speaks; an `MCP-Protocol-Version` header naming any other is
-/// answered 400.
+/// The `_meta` key naming a stateless-era request's protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Protocol versions this runtime speaks (both eras).
 pub const PROTOCOL_VERSIONS: [&str; 5] = [
     "2024-11-05",
     "2025-03-26",
@@ -23,3 +58,67 @@ pub const PROTOCOL_VERSIONS: [&str; 5] = [
     "2025-11-25",
     "2026-07-28",
 ];
+
+/// The first handshake-era version whose SSE answers open with a priming event (older clients
+/// parse the empty `data` as JSON and fail: protocol/mcp.md §8 point 3).
+pub const PRIMING_SINCE: &str = "2025-11-25";
+
+/// Whether a session negotiated at `version` gets priming events. Versions are ISO dates, so
+/// they compare as strings.
+pub fn wants_priming(version: &str) -> bool {
+    version >= PRIMING_SINCE
+}
+
+/// What the MCP endpoints need from the server configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Origins allowed besides the server's own (exact, case-insensitive).
+    pub allowed_origins: Vec<String>,
+    /// Answer requests with an SSE stream even when JSON would do (when the client accepts both
+    /// equally).
+    pub prefer_sse: bool,
+    /// Largest request body; larger → 413.
+    pub max_body_bytes: usize,
+    /// Mint sessions on `initialize`.
+    pub sessions_enabled: bool,
+    /// A handshake-era request other than `initialize` without `Mcp-Session-Id` → 400.
+    pub require_session: bool,
+    /// Serve the standalone GET stream and the legacy `/sse` transport (405 otherwise).
+    pub sse_enabled: bool,
+    /// Interval between `: keepalive` comments on idle streams.
+    pub keepalive: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            allowed_origins: Vec::new(),
+            prefer_sse: false,
+            max_body_bytes: crate::http::body::DEFAULT_MAX_BODY_BYTES,
+            sessions_enabled: true,
+            require_session: false,
+            sse_enabled: true,
+            keepalive: DEFAULT_SSE_KEEPALIVE,
+        }
+    }
+}
+
+/// Everything the MCP transports share; one per server, read-only after start apart from the
+/// concurrent maps inside.
+#[derive(Debug)]
+pub struct Transport {
+    /// Endpoint settings.
+    pub settings: Settings,
+    /// The live catalog; each request reads the current snapshot once, at its start.
+    pub catalog: Arc<Catalog>,
+    /// The MCP method table.
+    pub dispatcher: Arc<Dispatcher>,
+    /// The server's drain signal: channel-fed streams end at a frame boundary when it fires.
+    pub drain: Drain,
+    /// Session records (validation on every handshake-era request).
+    pub sessions: Sessions,
+    /// The live streams of this instance (GET, POST answers, listen, legacy).
+    pub streams: StreamRegistry,
+    /// Handshake-era requests in flight per session, for `notifications/cancelled`.
+    pub inflight: inflight::InFlight<SessionId>,
+}

@@ -1,77 +1,80 @@
-//! Streamable HTTP, `POST /runtime/{tenant}/{client}/mcp`: the request pipeline from guards to
-//! reply. For now the only method answered is `ping` (`{}`); the dispatcher comes later.
+//! Streamable HTTP, `POST|GET|DELETE /runtime/{tenant}/{client}/mcp`: the shared front of both
+//! protocol eras, and the per-request era classification (protocol/mcp.md §6.7).
 //!
-//! Pipeline (protocol/mcp.md §4.2, §8): Origin (403) → `MCP-Protocol-Version` (400) → Accept
-//! (406) → Content-Type (415) → body (413) → JSON-RPC parse (400 with -32700/-32600) → reply.
-//! Notifications and responses → 202, empty. Requests → `200` JSON or a one-frame SSE stream,
-//! answered inline (no task, no channel). Unknown methods → -32601 on HTTP 200 (handshake era).
-//! Must not implement MCP methods beyond what the transport needs.
+//! POST pipeline: Origin (403) → tenant and client (404) → Accept (406) → Content-Type (415) →
+//! body (413) → JSON-RPC parse (400, `"id": null` unless the id could be read) → era:
+//! - a body whose `params._meta` names a protocol version, or an `MCP-Protocol-Version` header
+//!   naming a version outside the handshake era (except on `initialize`, which negotiates in the
+//!   body whatever the header says: §8 point 11) → [`stateless`];
+//! - anything else → [`handshake`].
+//!
+//! GET (standalone stream) and DELETE (session end) belong to the handshake era only.
+//! The snapshot is read once per request and travels in [`crate::mcp::Scope`]. Must not
+//! implement MCP methods.
 
-use bytes::BytesMut;
 use http::request::Parts;
 use http::{Method, Response, StatusCode};
-use smallvec::smallvec;
 
-use super::{MCP_PROTOCOL_VERSION, PROTOCOL_VERSIONS};
-use crate::http::negotiate::{is_json_content_type, Accept, MediaKind};
-use crate::http::response::{self, Body};
+use super::{handshake, stateless, Transport, MCP_PROTOCOL_VERSION, META_PROTOCOL_VERSION};
+use crate::catalog::Snapshot;
+use crate::http::negotiate::{is_json_content_type, Accept};
+use crate::http::response::Body;
 use crate::http::router::allow;
 use crate::http::{body, guard, Error, Target};
-use crate::jsonrpc::{self, ErrorCode, Id, Message};
-use crate::sse;
-
-/// What the MCP endpoint needs from the server configuration.
-#[derive(Debug, Clone, Default)]
-pub struct Settings {
-    /// Origins allowed besides the server's own (exact, case-insensitive).
-    pub allowed_origins: Vec<String>,
-    /// Answer requests with an SSE stream even when JSON would do (when the client accepts both
-    /// equally).
-    pub prefer_sse: bool,
-    /// Largest request body; larger → 413.
-    pub max_body_bytes: usize,
-}
-
-/// `ping`'s result: an empty object (`{}`, never `[]`: protocol/mcp.md §8 point 15).
-#[derive(serde::Serialize)]
-struct EmptyResult {}
+use crate::jsonrpc::{self, ErrorCode, Message, Payload};
+use crate::mcp::{Era, HANDSHAKE_VERSIONS};
 
 /// Handles one request on the MCP endpoint.
 pub async fn handle<B>(
+    transport: &Transport,
     parts: &Parts,
     body: B,
-    _target: &Target<'_>,
-    settings: &Settings,
+    target: &Target<'_>,
 ) -> Result<Response<Body>, Error>
 where
     B: http_body::Body,
     B::Error: std::fmt::Display,
 {
-    // GET (the standalone stream) and DELETE (session end) arrive with sessions.
-    if parts.method != Method::POST {
-        return Err(Error::MethodNotAllowed { allow: allow::POST });
+    guard::check_origin(
+        &parts.headers,
+        &parts.uri,
+        &transport.settings.allowed_origins,
+    )?;
+    let snapshot = transport.catalog.current();
+    known_client(&snapshot, target)?;
+
+    match parts.method {
+        Method::POST => post(transport, parts, body, target, &snapshot).await,
+        Method::GET => handshake::get(transport, parts, target).await,
+        Method::DELETE => handshake::delete(transport, parts, target).await,
+        _ => Err(Error::MethodNotAllowed { allow: allow::MCP }),
     }
+}
 
-    guard::check_origin(&parts.headers, &parts.uri, &settings.allowed_origins)?;
-
-    // "If the server receives a request with an invalid or unsupported MCP-Protocol-Version, it
-    // MUST respond with 400 Bad Request." A missing header is not an error (§4.6).
-    if let Some(version) = parts.headers.get(MCP_PROTOCOL_VERSION) {
-        let version = version.as_bytes();
-        if !PROTOCOL_VERSIONS.iter().any(|v| v.as_bytes() == version) {
-            return Err(Error::BadRequest("unsupported MCP-Protocol-Version".into()));
-        }
+/// 404 with a JSON-RPC body when the snapshot has no such tenant and client application.
+pub fn known_client(snapshot: &Snapshot, target: &Target<'_>) -> Result<(), Error> {
+    if snapshot.client(&target.tenant, &target.client).is_none() {
+        return Err(Error::JsonRpc {
+            status: StatusCode::NOT_FOUND,
+            code: crate::http::error::SERVER_ERROR,
+            message: "unknown tenant or client application".into(),
+            id: None,
+        });
     }
+    Ok(())
+}
 
-    // "The client MUST include an Accept header, listing both application/json and
-    // text/event-stream as supported content types." Wildcards and parameters count.
+/// Reads and parses a POST body after the media-type checks shared by every MCP POST.
+///
+/// "The client MUST include an Accept header, listing both application/json and
+/// text/event-stream as supported content types." Wildcards and parameters count (§8 point 5).
+pub fn check_post_headers(parts: &Parts) -> Result<Accept, Error> {
     let accept = Accept::from_headers(&parts.headers);
     if !(accept.accepts_json() && accept.accepts_sse()) {
         return Err(Error::NotAcceptable(
             "Accept must allow both application/json and text/event-stream",
         ));
     }
-
     let is_json = parts
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -81,53 +84,106 @@ where
             "Content-Type must be application/json",
         ));
     }
+    Ok(accept)
+}
 
+/// Collects the body within the configured limit.
+pub async fn read_body<B>(
+    parts: &Parts,
+    body: B,
+    max_body_bytes: usize,
+) -> Result<bytes::BytesMut, Error>
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Display,
+{
     let declared = body::content_length(&parts.headers);
-    let mut buf = body::collect_limited(body, declared, settings.max_body_bytes).await?;
+    body::collect_limited(body, declared, max_body_bytes).await
+}
 
-    let message = jsonrpc::parse(&mut buf).map_err(|err| Error::JsonRpc {
+/// A body that is not a usable JSON-RPC message: 400 with -32700/-32600.
+pub fn parse_error(err: jsonrpc::ParseError) -> Error {
+    Error::JsonRpc {
         status: StatusCode::BAD_REQUEST,
         code: err.code,
         message: err.message.into(),
         id: err.id,
-    })?;
+    }
+}
 
-    match message {
-        Message::Request { id, method, .. } => {
-            if method != "ping" {
-                return Err(Error::JsonRpc {
-                    status: StatusCode::OK,
-                    code: ErrorCode::METHOD_NOT_FOUND,
-                    message: "Method not found".into(),
-                    id: Some(id.to_owned_id()),
-                });
-            }
-            let sse = match accept.preferred() {
-                Some(MediaKind::EventStream) => true,
-                Some(MediaKind::Json) => false,
-                None => settings.prefer_sse,
-            };
-            if sse {
-                let mut encoder = sse::Encoder::new();
-                let frame = encoder.message_with(None, |out| write_ping_result(out, id));
-                Ok(response::event_stream(Body::frames(smallvec![frame])))
-            } else {
-                let mut out = BytesMut::with_capacity(64);
-                write_ping_result(&mut out, id);
-                Ok(response::json(StatusCode::OK, out.freeze()))
-            }
+async fn post<B>(
+    transport: &Transport,
+    parts: &Parts,
+    body: B,
+    target: &Target<'_>,
+    snapshot: &Snapshot,
+) -> Result<Response<Body>, Error>
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Display,
+{
+    let accept = check_post_headers(parts)?;
+    let mut buf = read_body(parts, body, transport.settings.max_body_bytes).await?;
+    let message = jsonrpc::parse(&mut buf).map_err(parse_error)?;
+
+    match classify(parts, &message) {
+        Era::Stateless => {
+            stateless::post(transport, parts, &accept, message, target, snapshot).await
         }
-        // "If the input is a JSON-RPC response or notification: if the server accepts the
-        // input, the server MUST return HTTP status code 202 Accepted with no body."
-        Message::Notification { .. } | Message::Response { .. } | Message::ErrorResponse { .. } => {
-            Ok(response::empty(StatusCode::ACCEPTED))
+        Era::Handshake => {
+            handshake::post(transport, parts, &accept, message, target, snapshot).await
         }
     }
 }
 
-fn write_ping_result(out: &mut BytesMut, id: Id<'_>) {
-    // Serializing an empty struct cannot fail.
-    if let Err(err) = jsonrpc::write_result(out, id, &EmptyResult {}) {
-        tracing::error!(error = %err, "writing the ping result failed");
+/// The era of a POSTed message (protocol/mcp.md §6.7, "body-primary classification").
+pub fn classify(parts: &Parts, message: &Message<'_>) -> Era {
+    let (method, params) = match message {
+        Message::Request { method, params, .. } | Message::Notification { method, params } => {
+            (*method, params.as_ref())
+        }
+        // Responses only exist in the handshake era (servers send no requests in 2026).
+        Message::Response { .. } | Message::ErrorResponse { .. } => return Era::Handshake,
+    };
+    // "Body has params._meta["io.modelcontextprotocol/protocolVersion"] … modern path."
+    if has_meta_version(params) {
+        return Era::Stateless;
+    }
+    // "Never reject initialize at the HTTP layer because the header names a version newer than
+    // yours. Negotiate in the body." (§8 point 11)
+    if method == "initialize" {
+        return Era::Handshake;
+    }
+    // "… or the MCP-Protocol-Version header names a non-handshake version": modern path.
+    match parts.headers.get(MCP_PROTOCOL_VERSION) {
+        Some(version)
+            if !HANDSHAKE_VERSIONS
+                .iter()
+                .any(|v| v.as_bytes() == version.as_bytes()) =>
+        {
+            Era::Stateless
+        }
+        _ => Era::Handshake,
+    }
+}
+
+/// Whether `params._meta` holds the stateless-era protocol version key (whatever its value).
+pub fn has_meta_version(params: Option<&Payload<'_>>) -> bool {
+    params.is_some_and(|params| {
+        params
+            .value()
+            .get("_meta")
+            .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
+            .is_some()
+    })
+}
+
+/// -32600 on 400, e.g. for a stateless-era response POST.
+pub fn invalid_request(message: &'static str) -> Error {
+    Error::JsonRpc {
+        status: StatusCode::BAD_REQUEST,
+        code: ErrorCode::INVALID_REQUEST,
+        message: message.into(),
+        id: None,
     }
 }

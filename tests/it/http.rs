@@ -41,7 +41,10 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let hooks = Arc::new(TestHooks::default());
-        let mut config = ServeConfig::default();
+        let mut config = ServeConfig {
+            catalog: acme_app_catalog(),
+            ..ServeConfig::default()
+        };
         config.limits.drain_grace = Duration::from_secs(10);
         config.test_hooks = Some(Arc::clone(&hooks));
         configure(&mut config);
@@ -71,6 +74,14 @@ impl TestServer {
             .expect("serve returns after shutdown")
             .expect("serve task did not panic")
     }
+}
+
+/// A catalog with tenant `acme` and client application `app` (no tools): the MCP endpoint
+/// answers 404 for tenants and clients it does not know.
+fn acme_app_catalog() -> Arc<sluice::catalog::Catalog> {
+    let text = "[[tenant]]\nid = \"acme\"\n[[tenant.client]]\nid = \"app\"\n";
+    let config = sluice::catalog::load::parse(text, "test").expect("config parses");
+    Arc::new(sluice::catalog::Catalog::from_config(&config).expect("config is valid"))
 }
 
 impl Drop for TestServer {
@@ -327,19 +338,16 @@ async fn origin_guard() {
 #[tokio::test]
 async fn protocol_version_header() {
     let server = TestServer::start().await;
-    for version in [
-        "2024-11-05",
-        "2025-03-26",
-        "2025-06-18",
-        "2025-11-25",
-        "2026-07-28",
-    ] {
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{version}");
     }
-    for version in ["2025-01-01", "", "latest"] {
+    // A header naming any other version routes the request to the stateless era
+    // (protocol/mcp.md §6.7), whose first rung wants the `_meta` envelope this ping lacks:
+    // -32602 on 400, with the id (tests/it/mcp_http.rs has the whole ladder).
+    for version in ["2026-07-28", "2025-01-01", "", "latest"] {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
-        reply.assert_error(400, -32000, Value::Null);
+        reply.assert_error(400, -32602, json!(1));
     }
 }
 
@@ -476,14 +484,12 @@ async fn routing_statuses() {
     let reply = post_mcp_path(addr, "/runtime/ac%6De/app/mcp").await;
     assert_eq!(reply.status, StatusCode::OK);
 
-    let reply = get(MCP).await;
-    reply.assert_error(405, -32000, Value::Null);
-    assert_eq!(reply.headers["allow"], "POST");
-    let reply = send(addr, request(addr, Method::DELETE, MCP, &[], "")).await;
-    assert_eq!(
-        (reply.status.as_u16(), reply.header("allow")),
-        (405, "POST")
-    );
+    // GET and DELETE belong to sessions (tests/it/mcp_http.rs has the rest): a GET that does
+    // not accept an event stream is 406, a DELETE without a session id is 400.
+    get(MCP).await.assert_error(406, -32000, Value::Null);
+    send(addr, request(addr, Method::DELETE, MCP, &[], ""))
+        .await
+        .assert_error(400, -32000, Value::Null);
     let reply = send(addr, request(addr, Method::PUT, MCP, &[], "")).await;
     assert_eq!(
         (reply.status.as_u16(), reply.header("allow")),
@@ -496,7 +502,14 @@ async fn routing_statuses() {
     );
 
     // The REST surface resolves the tenant: an unknown one is 404 (tests/it/rest.rs has the rest).
-    get("/runtime/acme/app/tools")
+    get("/runtime/acme/other/tools")
+        .await
+        .assert_error(404, -32000, Value::Null);
+    // So does the MCP endpoint.
+    post_mcp_path(addr, "/runtime/acme/other/mcp")
+        .await
+        .assert_error(404, -32000, Value::Null);
+    post_mcp_path(addr, "/runtime/other/app/mcp")
         .await
         .assert_error(404, -32000, Value::Null);
     get("/metrics").await.assert_error(501, -32000, Value::Null);

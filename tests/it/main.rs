@@ -5,5 +5,8 @@ mod cli;
 mod http;
 mod invoke;
 mod jsonrpc;
+mod mcp;
+mod mcp_http;
 mod rest;
+mod session;
 mod sse;

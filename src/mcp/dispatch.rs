@@ -1,0 +1,71 @@
+//! The method table: a match on the method name, one handler per method, and the client
+//! notifications.
+//!
+//! Era gates live in the handlers (`initialize`/`ping` are handshake-only, `server/discover`
+//! and `subscriptions/listen` stateless-only); both eras answer an unknown method -32601. Must
+//! not parse or shape anything itself.
+
+use bytes::{Bytes, BytesMut};
+use simd_json::prelude::*;
+
+use super::subscriptions::SubscriptionFilter;
+use super::{lifecycle, names, prompts, resources, tools};
+use super::{Dispatcher, Era, McpError, NotificationEffect, Reply, Scope};
+use crate::jsonrpc::{Id, Payload};
+
+pub(crate) async fn request(
+    d: &Dispatcher,
+    scope: &Scope<'_>,
+    method: &str,
+    params: Option<&Payload<'_>>,
+) -> Result<Reply, McpError> {
+    match method {
+        names::TOOLS_CALL => tools::call(d, scope, params).await,
+        names::TOOLS_LIST => tools::list(d, scope, params),
+        names::PING => lifecycle::ping(scope),
+        names::INITIALIZE => lifecycle::initialize(d, scope, params),
+        names::SERVER_DISCOVER => lifecycle::discover(d, scope),
+        names::RESOURCES_LIST => resources::list(d, scope, params),
+        names::RESOURCES_READ => resources::read(d, scope, params),
+        names::PROMPTS_LIST => prompts::list(d, scope, params),
+        names::PROMPTS_GET => prompts::get(d, scope, params),
+        names::SUBSCRIPTIONS_LISTEN if scope.era == Era::Stateless => {
+            SubscriptionFilter::from_params(params).map(Reply::Listen)
+        }
+        other => Err(McpError::MethodNotFound(other.to_owned())),
+    }
+}
+
+pub(crate) fn notification(
+    scope: &Scope<'_>,
+    method: &str,
+    params: Option<&Payload<'_>>,
+) -> NotificationEffect {
+    match method {
+        // Sessions exist only in the handshake era.
+        names::NOTIFICATION_INITIALIZED if scope.era == Era::Handshake => {
+            NotificationEffect::Initialized
+        }
+        names::NOTIFICATION_CANCELLED => cancelled_id(params)
+            .map(NotificationEffect::Cancel)
+            .unwrap_or(NotificationEffect::None),
+        _ => NotificationEffect::None,
+    }
+}
+
+/// The JSON text of `params.requestId` (a string or an integer), re-encoded canonically so it
+/// compares equal to the in-flight request's `OwnedId::as_json()`. Anything else: `None`
+/// ("the receiver … ignores unknown or finished ids").
+fn cancelled_id(params: Option<&Payload<'_>>) -> Option<Bytes> {
+    let value = params?.value().get("requestId")?;
+    let id = if let Some(s) = value.as_str() {
+        Id::Str(s)
+    } else if let Some(n) = value.as_i64() {
+        Id::from_i64(n)
+    } else {
+        Id::from_u64(value.as_u64()?)
+    };
+    let mut out = BytesMut::with_capacity(24);
+    id.write_json(&mut out);
+    Some(out.freeze())
+}

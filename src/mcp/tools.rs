@@ -1,0 +1,194 @@
+//! `tools/list` and `tools/call`, including the `discover_tool_schema` meta-tool.
+//!
+//! `tools/list` copies the snapshot's pre-serialized entries (the meta-tool already placed by
+//! the catalog, in name order) page by page. `tools/call` resolves the tool in the snapshot and
+//! calls it through the [`Invoker`](crate::invoke::Invoker) with the arguments read from the
+//! request body (no copy of the JSON).
+//!
+//! Errors (2025-11-25 "Error Handling", SEP-1303, protocol/mcp.md §3.2): protocol errors are
+//! JSON-RPC errors — an unknown tool (-32602 "Unknown tool: x"), params that do not fit
+//! CallToolRequest (no `name`, `arguments` not an object). Tool execution errors are results
+//! with `isError: true` — downstream failures, timeouts, and *input validation* failures
+//! ("Input validation errors … should be reported as Tool Execution Errors rather than Protocol
+//! Errors, so the model can self-correct"): an argument missing or of the wrong type, or the
+//! `_schema_discovery`-only call. Their text is the invoker's `safe_message()` (no downstream
+//! body, URL, host or transport detail) and they carry no `structuredContent`, so a client that
+//! validates against `outputSchema` sees the real error (§8 point 10).
+//!
+//! Must not build JSON trees: results are written straight into a `BytesMut`.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use simd_json::prelude::*;
+use simd_json::tape::Value;
+use simd_json::BorrowedValue;
+
+use super::era::Cache;
+use super::page::{self, ListKind};
+use super::{json, params, Dispatcher, McpError, Reply, Scope};
+use crate::catalog::schema::DISCOVER_TOOL_NAME;
+use crate::catalog::{self, ClientView};
+use crate::invoke::{CorrelationPolicy, ErrorClass};
+use crate::jsonrpc::Payload;
+
+// === tools/list ===
+
+pub(crate) fn list(
+    d: &Dispatcher,
+    scope: &Scope<'_>,
+    params: Option<&Payload<'_>>,
+) -> Result<Reply, McpError> {
+    let cursor = params::opt_str(params::root(params)?, "cursor")?;
+    let view = scope.snapshot.client(scope.tenant, scope.client);
+    let (entries, tag) = match view {
+        Some(view) => (view.list_entries(), view.fingerprint()),
+        None => (&[][..], 0),
+    };
+    let page = page::page(
+        ListKind::Tools,
+        tag,
+        entries.len(),
+        d.config.page_size,
+        cursor,
+    )?;
+    let entries = entries.get(page.start..page.end).unwrap_or_default();
+
+    let shapes = &d.prepared.shapes;
+    let listed: usize = entries.iter().map(Bytes::len).sum::<usize>() + entries.len();
+    let mut out = BytesMut::with_capacity(listed + 64 + shapes.max_suffix_len());
+    out.put_slice(b"{\"tools\":[");
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        out.put_slice(entry);
+    }
+    out.put_u8(b']');
+    if let Some(next) = &page.next {
+        out.put_slice(b",\"nextCursor\":");
+        json::put_str(&mut out, next);
+    }
+    shapes.close(&mut out, scope.era, Cache::Private);
+    Ok(Reply::Result(out.freeze()))
+}
+
+// === tools/call ===
+
+/// `tools/call` params: `{name, arguments?}` (other members, `_meta` included, are ignored).
+struct CallParams<'p, 'a> {
+    name: &'a str,
+    /// The `arguments` object; `None` when absent or `null` (read as `{}`).
+    arguments: Option<Value<'p, 'a>>,
+}
+
+impl<'p, 'a> CallParams<'p, 'a> {
+    fn parse(params: Option<&'p Payload<'a>>) -> Result<Self, McpError> {
+        let root = params::root(params)?;
+        Ok(Self {
+            name: params::req_str(root, "name")?,
+            arguments: params::opt_object(root, "arguments")?,
+        })
+    }
+}
+
+pub(crate) async fn call(
+    d: &Dispatcher,
+    scope: &Scope<'_>,
+    params: Option<&Payload<'_>>,
+) -> Result<Reply, McpError> {
+    let params = CallParams::parse(params)?;
+    let view = scope.snapshot.client(scope.tenant, scope.client);
+    let tool = view.and_then(|view| view.tool(params.name));
+    let Some(tool) = tool else {
+        return match view {
+            Some(view) if params.name == DISCOVER_TOOL_NAME && view.needs_discovery() => {
+                Ok(discover_tool_schema(d, scope, view, params.arguments))
+            }
+            _ => Err(McpError::InvalidParams(
+                format!("Unknown tool: {}", params.name).into(),
+            )),
+        };
+    };
+
+    // The arguments stay in the request body: the lazy value only builds the map index.
+    let arguments = match params.arguments {
+        Some(arguments) => simd_json::value::lazy::Value::from_tape(arguments).into_value(),
+        None => BorrowedValue::object(),
+    };
+    let policy = CorrelationPolicy::from_model(&tool.correlation).map_err(|err| {
+        tracing::error!(tool = %tool.name, error = %err, "invalid correlation header in catalog");
+        McpError::Internal
+    })?;
+    let result = d
+        .invoker
+        .call(&tool.plan, &policy, scope.call, &arguments)
+        .await;
+    let reply = match result {
+        Ok(output) => success(d, scope, &output.body, output.is_object),
+        Err(err) => {
+            match err.class() {
+                ErrorClass::InvalidArguments => {}
+                ErrorClass::Timeout | ErrorClass::Downstream => {
+                    tracing::warn!(tool = %tool.name, error = %err, "tool call failed downstream");
+                }
+            }
+            failure(d, scope, &err.safe_message())
+        }
+    };
+    Ok(Reply::Result(reply))
+}
+
+/// `discover_tool_schema {tool_id}`: the catalog's answer as a tool result.
+fn discover_tool_schema(
+    d: &Dispatcher,
+    scope: &Scope<'_>,
+    view: &ClientView,
+    arguments: Option<Value<'_, '_>>,
+) -> Reply {
+    let tool_id = arguments.and_then(|args| args.get("tool_id"));
+    let Some(tool_id) = tool_id.and_then(|v| v.into_string()) else {
+        return Reply::Result(failure(
+            d,
+            scope,
+            "Invalid argument 'tool_id': a tool name (string) is required.",
+        ));
+    };
+    match view.tool(tool_id) {
+        Some(tool) => {
+            let answer = catalog::Discovery { tool }.to_json();
+            Reply::Result(success(d, scope, &answer, true))
+        }
+        None => Reply::Result(failure(
+            d,
+            scope,
+            "Invalid argument 'tool_id': no such tool is listed for this client.",
+        )),
+    }
+}
+
+/// `{"content":[{"type":"text","text":"<result JSON>"}][,"structuredContent":<result>],
+/// "isError":false}`; `structuredContent` only when the result is an object.
+fn success(d: &Dispatcher, scope: &Scope<'_>, result: &[u8], is_object: bool) -> Bytes {
+    let shapes = &d.prepared.shapes;
+    let mut out = BytesMut::with_capacity(2 * result.len() + 96 + shapes.max_suffix_len());
+    out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+    json::put_json_text_as_str(&mut out, result);
+    out.put_slice(b"}]");
+    if is_object {
+        out.put_slice(b",\"structuredContent\":");
+        out.put_slice(result);
+    }
+    out.put_slice(b",\"isError\":false");
+    shapes.close(&mut out, scope.era, Cache::No);
+    out.freeze()
+}
+
+/// `{"content":[{"type":"text","text":"<message>"}],"isError":true}`.
+fn failure(d: &Dispatcher, scope: &Scope<'_>, message: &str) -> Bytes {
+    let shapes = &d.prepared.shapes;
+    let mut out = BytesMut::with_capacity(message.len() + 80 + shapes.max_suffix_len());
+    out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+    json::put_str(&mut out, message);
+    out.put_slice(b"}],\"isError\":true");
+    shapes.close(&mut out, scope.era, Cache::No);
+    out.freeze()
+}

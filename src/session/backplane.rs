@@ -1,0 +1,165 @@
+//! The `Backplane` seam: how a message reaches the instance holding a session's stream, and how
+//! a catalog change reaches every instance.
+//!
+//! Owns the contract and the process-local implementation, which hands everything straight to
+//! this process's stream registry through the [`Inbox`] trait (implemented by
+//! `transport::stream::StreamRegistry`; this module cannot name it, being the lower stage).
+//! Must not hold sockets or frame SSE.
+
+use std::future::{ready, Future};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::SessionId;
+
+/// Errors from a backplane (only shared implementations fail; the local one never does).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackplaneError {
+    /// The shared bus could not be reached.
+    #[error("backplane unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Where messages for sessions land on this instance: the live stream registry.
+pub trait Inbox: Send + Sync + 'static {
+    /// Writes `message` (one JSON-RPC message) to the session's standalone stream (GET, or the
+    /// 2024-11-05 `/sse` stream) when this instance holds it live; false otherwise.
+    fn deliver(&self, session: &SessionId, message: &[u8]) -> bool;
+
+    /// The catalog of `tenant` changed: push `notifications/tools/list_changed` to its clients'
+    /// sessions and listen streams held live on this instance. Returns how many got it.
+    fn invalidate(&self, tenant: &str) -> usize;
+}
+
+/// Routing between instances.
+///
+/// Contract: `publish` delivers to the one instance holding the session's live stream (at
+/// most once; best effort, nothing is queued for a session with no live stream);
+/// `broadcast_invalidation` reaches every instance, each of which notifies its own streams.
+pub trait Backplane: Send + Sync {
+    /// Sends `message` to the session's live standalone stream, wherever it is held. `Ok(true)`
+    /// when a live stream took it (for a shared bus: when an instance claimed it).
+    fn publish(
+        &self,
+        session: &SessionId,
+        message: Bytes,
+    ) -> impl Future<Output = Result<bool, BackplaneError>> + Send;
+
+    /// Tells every instance that `tenant`'s catalog changed.
+    fn broadcast_invalidation(
+        &self,
+        tenant: &str,
+    ) -> impl Future<Output = Result<(), BackplaneError>> + Send;
+}
+
+/// The single-instance backplane: everything is local.
+#[derive(Clone)]
+pub struct LocalBackplane {
+    inbox: Arc<dyn Inbox>,
+}
+
+impl LocalBackplane {
+    /// A backplane delivering into `inbox` (the stream registry).
+    pub fn new(inbox: Arc<dyn Inbox>) -> Self {
+        Self { inbox }
+    }
+}
+
+impl std::fmt::Debug for LocalBackplane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalBackplane").finish_non_exhaustive()
+    }
+}
+
+impl Backplane for LocalBackplane {
+    fn publish(
+        &self,
+        session: &SessionId,
+        message: Bytes,
+    ) -> impl Future<Output = Result<bool, BackplaneError>> + Send {
+        ready(Ok(self.inbox.deliver(session, &message)))
+    }
+
+    fn broadcast_invalidation(
+        &self,
+        tenant: &str,
+    ) -> impl Future<Output = Result<(), BackplaneError>> + Send {
+        self.inbox.invalidate(tenant);
+        ready(Ok(()))
+    }
+}
+
+/// The backplane in use: a `match` front over the implementations, so calls need no boxing.
+#[derive(Debug, Clone)]
+pub enum Bus {
+    /// Single instance (the default).
+    Local(LocalBackplane),
+}
+
+impl Bus {
+    /// The process-local bus over `inbox`.
+    pub fn local(inbox: Arc<dyn Inbox>) -> Self {
+        Self::Local(LocalBackplane::new(inbox))
+    }
+
+    /// See [`Backplane::publish`].
+    pub async fn publish(
+        &self,
+        session: &SessionId,
+        message: Bytes,
+    ) -> Result<bool, BackplaneError> {
+        match self {
+            Self::Local(local) => local.publish(session, message).await,
+        }
+    }
+
+    /// See [`Backplane::broadcast_invalidation`].
+    pub async fn broadcast_invalidation(&self, tenant: &str) -> Result<(), BackplaneError> {
+        match self {
+            Self::Local(local) => local.broadcast_invalidation(tenant).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Recorder {
+        delivered: Mutex<Vec<(SessionId, Vec<u8>)>>,
+        invalidated: Mutex<Vec<String>>,
+    }
+
+    impl Inbox for Recorder {
+        fn deliver(&self, session: &SessionId, message: &[u8]) -> bool {
+            self.delivered
+                .lock()
+                .unwrap()
+                .push((*session, message.to_vec()));
+            true
+        }
+
+        fn invalidate(&self, tenant: &str) -> usize {
+            self.invalidated.lock().unwrap().push(tenant.to_owned());
+            1
+        }
+    }
+
+    #[tokio::test]
+    async fn local_bus_hands_everything_to_the_inbox() {
+        let recorder = Arc::new(Recorder::default());
+        let bus = Bus::local(recorder.clone());
+        let id = SessionId::random();
+        assert_eq!(bus.publish(&id, Bytes::from_static(b"{}")).await, Ok(true));
+        assert_eq!(bus.broadcast_invalidation("t").await, Ok(()));
+        assert_eq!(
+            *recorder.delivered.lock().unwrap(),
+            vec![(id, b"{}".to_vec())]
+        );
+        assert_eq!(*recorder.invalidated.lock().unwrap(), vec!["t".to_owned()]);
+    }
+}

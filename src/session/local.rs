@@ -1,0 +1,391 @@
+//! The process-local session store: sharded maps in memory (the embedded, single-instance mode).
+//!
+//! Owns session records of this process, idle and init-timeout expiry, and the per-tenant cap.
+//! Must not hold sockets or know about streams: the sweeper (in `transport::stream`) asks
+//! [`LocalStore::expire`] for expired ids and closes their streams itself.
+//!
+//! Concurrency: records live in [`SESSION_SHARDS`] maps, each behind its own `std` mutex, picked
+//! by the id's random bits, so requests of different sessions rarely contend. The per-tenant
+//! counts live behind one more mutex, taken only by create, delete and expiry (never by
+//! validation). No lock is held across an `.await` and no two locks are held at once.
+
+use std::collections::HashMap;
+use std::future::{ready, Future};
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::time::Instant;
+
+use super::id::IdHashBuilder;
+use super::{
+    Handshake, NewSession, Owner, SessionConfig, SessionError, SessionId, SessionInfo,
+    SessionRecord, SessionStore,
+};
+
+/// Number of independently locked maps sessions are spread over.
+pub const SESSION_SHARDS: usize = 32;
+
+/// A map shrinks after a sweep when its capacity exceeds this many times its length (and
+/// [`SHRINK_MIN_CAPACITY`]), so a burst of abandoned sessions does not pin memory forever.
+const SHRINK_FACTOR: usize = 4;
+
+/// Maps with at most this capacity are never shrunk (not worth the rehash).
+const SHRINK_MIN_CAPACITY: usize = 64;
+
+type Shard = HashMap<SessionId, SessionRecord, IdHashBuilder>;
+
+/// Sessions of this process.
+#[derive(Debug)]
+pub struct LocalStore {
+    /// Records, spread by [`SessionId::shard64`].
+    shards: Box<[Mutex<Shard>]>,
+    /// Live sessions per tenant; an entry is removed when its count drops to zero.
+    tenants: Mutex<HashMap<Box<str>, usize>>,
+    config: SessionConfig,
+}
+
+impl LocalStore {
+    /// An empty store.
+    pub fn new(config: SessionConfig) -> Self {
+        let shards = (0..SESSION_SHARDS)
+            .map(|_| Mutex::new(Shard::with_hasher(IdHashBuilder)))
+            .collect();
+        Self {
+            shards,
+            tenants: Mutex::new(HashMap::new()),
+            config,
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// See [`SessionStore::create`].
+    pub fn create(&self, new: NewSession<'_>) -> Result<SessionId, SessionError> {
+        self.reserve_slot(new.owner.tenant)?;
+        let now = Instant::now();
+        let mut shard_id;
+        loop {
+            // 128 random bits never collide in practice; the loop makes it a certainty.
+            let id = SessionId::random();
+            shard_id = id;
+            let mut shard = self.shard(&id);
+            if let std::collections::hash_map::Entry::Vacant(slot) = shard.entry(id) {
+                slot.insert(SessionRecord::new(id, new, now));
+                break;
+            }
+        }
+        Ok(shard_id)
+    }
+
+    /// See [`SessionStore::validate`].
+    pub fn validate(&self, id: &SessionId, owner: Owner<'_>) -> Result<SessionInfo, SessionError> {
+        self.with_live(id, owner, |record| record.info())
+    }
+
+    /// See [`SessionStore::mark_initialized`].
+    pub fn mark_initialized(&self, id: &SessionId, owner: Owner<'_>) -> Result<(), SessionError> {
+        self.with_live(id, owner, |record| record.initialized = true)
+    }
+
+    /// See [`SessionStore::set_handshake`].
+    pub fn set_handshake(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+        handshake: Handshake<'_>,
+    ) -> Result<(), SessionError> {
+        self.with_live(id, owner, |record| {
+            record.version = handshake.version;
+            record.client_info = bytes::Bytes::copy_from_slice(handshake.client_info);
+            record.capabilities = bytes::Bytes::copy_from_slice(handshake.capabilities);
+        })
+    }
+
+    /// See [`SessionStore::delete`].
+    pub fn delete(&self, id: &SessionId, owner: Owner<'_>) -> Result<(), SessionError> {
+        let removed = {
+            let mut shard = self.shard(id);
+            match shard.get(id) {
+                Some(record) if record.owner.is(owner) => shard.remove(id),
+                _ => None,
+            }
+        };
+        let Some(record) = removed else {
+            return Err(SessionError::NotFound);
+        };
+        let expired = record.is_expired(Instant::now(), self.config.idle, self.config.init_timeout);
+        self.release_slot(record.owner.get().tenant);
+        // An expired session was already gone as far as clients can tell.
+        if expired {
+            Err(SessionError::NotFound)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// See [`SessionStore::count`].
+    pub fn count(&self, tenant: &str) -> usize {
+        lock(&self.tenants).get(tenant).copied().unwrap_or(0)
+    }
+
+    /// Sessions held, all tenants (metrics and tests).
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|shard| lock(shard).len()).sum()
+    }
+
+    /// True when no session is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// See [`SessionStore::expire`]. Also shrinks maps that a burst left mostly empty.
+    pub fn expire(&self) -> Vec<SessionId> {
+        let now = Instant::now();
+        let mut expired_ids = Vec::new();
+        let mut released: HashMap<Box<str>, usize> = HashMap::new();
+        for shard in self.shards.iter() {
+            let mut shard = lock(shard);
+            let before = expired_ids.len();
+            shard.retain(|id, record| {
+                let expired = record.is_expired(now, self.config.idle, self.config.init_timeout);
+                if expired {
+                    expired_ids.push(*id);
+                    *released
+                        .entry(record.owner.get().tenant.into())
+                        .or_default() += 1;
+                }
+                !expired
+            });
+            if expired_ids.len() > before {
+                shrink_if_sparse(&mut shard);
+            }
+        }
+        if !released.is_empty() {
+            let mut tenants = lock(&self.tenants);
+            for (tenant, n_released) in released {
+                if let Some(count) = tenants.get_mut(&tenant) {
+                    *count = count.saturating_sub(n_released);
+                    if *count == 0 {
+                        tenants.remove(&tenant);
+                    }
+                }
+            }
+            shrink_if_sparse(&mut tenants);
+        }
+        expired_ids
+    }
+
+    // === internals ===
+
+    fn shard(&self, id: &SessionId) -> MutexGuard<'_, Shard> {
+        // `SESSION_SHARDS` is a power of two and the bits are random.
+        let index = (id.shard64() as usize) % self.shards.len();
+        match self.shards.get(index) {
+            Some(shard) => lock(shard),
+            None => unreachable!("shard index is reduced modulo the shard count"),
+        }
+    }
+
+    /// Runs `apply` on the record if it is live and owned by `owner`, refreshing last-seen.
+    /// An expired record found here is removed on the spot.
+    fn with_live<T>(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+        apply: impl FnOnce(&mut SessionRecord) -> T,
+    ) -> Result<T, SessionError> {
+        let now = Instant::now();
+        let mut shard = self.shard(id);
+        let Some(record) = shard.get_mut(id) else {
+            return Err(SessionError::NotFound);
+        };
+        if !record.owner.is(owner) {
+            return Err(SessionError::NotFound);
+        }
+        if record.is_expired(now, self.config.idle, self.config.init_timeout) {
+            let removed = shard.remove(id);
+            drop(shard);
+            if let Some(record) = removed {
+                self.release_slot(record.owner.get().tenant);
+            }
+            return Err(SessionError::NotFound);
+        }
+        record.last_seen = now;
+        Ok(apply(record))
+    }
+
+    /// Counts one more session for `tenant`, or refuses when the cap is reached. The check and
+    /// the increment happen under one lock, so concurrent creates never exceed the cap.
+    fn reserve_slot(&self, tenant: &str) -> Result<(), SessionError> {
+        let cap = self.config.max_per_tenant;
+        let mut tenants = lock(&self.tenants);
+        match tenants.get_mut(tenant) {
+            Some(count) if *count >= cap => Err(SessionError::TenantCapReached { cap }),
+            Some(count) => {
+                *count += 1;
+                Ok(())
+            }
+            None if cap == 0 => Err(SessionError::TenantCapReached { cap }),
+            None => {
+                tenants.insert(tenant.into(), 1);
+                Ok(())
+            }
+        }
+    }
+
+    fn release_slot(&self, tenant: &str) {
+        let mut tenants = lock(&self.tenants);
+        if let Some(count) = tenants.get_mut(tenant) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                tenants.remove(tenant);
+            }
+        }
+    }
+}
+
+/// Locks `mutex`, recovering from poisoning: every critical section here leaves the map
+/// consistent at each step, so a panic elsewhere does not make the data unusable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn shrink_if_sparse<K: Eq + std::hash::Hash, V, S: std::hash::BuildHasher>(
+    map: &mut HashMap<K, V, S>,
+) {
+    if map.capacity() > SHRINK_MIN_CAPACITY && map.capacity() > SHRINK_FACTOR * map.len() {
+        map.shrink_to_fit();
+    }
+}
+
+// === impl SessionStore ===
+
+impl SessionStore for LocalStore {
+    fn create(
+        &self,
+        new: NewSession<'_>,
+    ) -> impl Future<Output = Result<SessionId, SessionError>> + Send {
+        ready(LocalStore::create(self, new))
+    }
+
+    fn validate(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> impl Future<Output = Result<SessionInfo, SessionError>> + Send {
+        ready(LocalStore::validate(self, id, owner))
+    }
+
+    fn mark_initialized(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send {
+        ready(LocalStore::mark_initialized(self, id, owner))
+    }
+
+    fn set_handshake(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+        handshake: Handshake<'_>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send {
+        ready(LocalStore::set_handshake(self, id, owner, handshake))
+    }
+
+    fn delete(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send {
+        ready(LocalStore::delete(self, id, owner))
+    }
+
+    fn count(&self, tenant: &str) -> impl Future<Output = Result<usize, SessionError>> + Send {
+        ready(Ok(LocalStore::count(self, tenant)))
+    }
+
+    fn expire(&self) -> impl Future<Output = Result<Vec<SessionId>, SessionError>> + Send {
+        ready(Ok(LocalStore::expire(self)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    const A: Owner<'static> = Owner::new("t", "c", "anonymous");
+
+    fn store(max_per_tenant: usize) -> LocalStore {
+        LocalStore::new(SessionConfig {
+            idle: Duration::from_secs(100),
+            init_timeout: Duration::from_secs(10),
+            max_per_tenant,
+        })
+    }
+
+    fn new(owner: Owner<'static>) -> NewSession<'static> {
+        NewSession {
+            owner,
+            version: "2025-11-25",
+            client_info: br#"{"name":"x","version":"1"}"#,
+            capabilities: b"{}",
+        }
+    }
+
+    /// Validation by `owner` of a session opened by `A`.
+    fn check(owner: Owner<'_>, expected: Result<(), SessionError>) {
+        let store = store(10);
+        let id = store.create(new(A)).unwrap();
+        assert_eq!(
+            store.validate(&id, owner).map(|_| ()),
+            expected,
+            "{owner:?}"
+        );
+    }
+
+    #[test]
+    fn ownership() {
+        check(A, Ok(()));
+        check(
+            Owner::new("t2", "c", "anonymous"),
+            Err(SessionError::NotFound),
+        );
+        check(
+            Owner::new("t", "c2", "anonymous"),
+            Err(SessionError::NotFound),
+        );
+        check(Owner::new("t", "c", "mallory"), Err(SessionError::NotFound));
+        check(
+            Owner::new("tc", "", "anonymous"),
+            Err(SessionError::NotFound),
+        );
+    }
+
+    #[test]
+    fn mismatched_delete_leaves_the_session() {
+        let store = store(10);
+        let id = store.create(new(A)).unwrap();
+        let other = Owner::new("t", "c", "mallory");
+        assert_eq!(store.delete(&id, other), Err(SessionError::NotFound));
+        assert!(store.validate(&id, A).is_ok());
+        assert_eq!(store.delete(&id, A), Ok(()));
+        assert_eq!(store.delete(&id, A), Err(SessionError::NotFound));
+        assert_eq!(store.count("t"), 0);
+    }
+
+    #[test]
+    fn cap_zero_refuses() {
+        let store = store(0);
+        assert_eq!(
+            store.create(new(A)),
+            Err(SessionError::TenantCapReached { cap: 0 })
+        );
+    }
+}

@@ -1,0 +1,443 @@
+//! The handshake era (2024-11-05 … 2025-11-25) on `/runtime/{tenant}/{client}/mcp`: POST with
+//! sessions, the standalone GET stream with `Last-Event-ID` resumption, and DELETE.
+//!
+//! POST (protocol/mcp.md §4): `initialize` mints a session (`Mcp-Session-Id`) unless sessions
+//! are off, and accepts a stale session id (it simply mints a new one); any other message names
+//! its session: unknown, expired, deleted or another owner's → 404 (§8 point 1), missing when
+//! `require_session` → 400. The version in force is the `MCP-Protocol-Version` header (unknown →
+//! 400), else the session's, else 2025-03-26 (§4.6). Requests are answered inline, as JSON or
+//! SSE; within a session an SSE answer is registered with the stream registry as a `Post` stream
+//! so it can be resumed, and opens with a priming event when the session negotiated 2025-11-25
+//! or later (§8 point 3). JSON-RPC errors of a valid request stay on HTTP 200.
+//! `notifications/cancelled` aborts the named in-flight request of the session, which then sends
+//! no response (its SSE answer ends without one).
+//!
+//! GET → the standalone stream (406 without `text/event-stream` in Accept, 409 for a second one,
+//! 405 when SSE or sessions are off, 400/404 for the session as above). DELETE → 204, then 404.
+//! Must not implement MCP methods.
+
+use bytes::{Bytes, BytesMut};
+use futures_util::future::Abortable;
+use http::request::Parts;
+use http::{Response, StatusCode};
+use smallvec::SmallVec;
+
+use super::inflight::id_from_json;
+use super::reply::{self, Framing};
+use super::stateless::framing;
+use super::stream::{Resumed, StreamError, StreamKind};
+use super::{wants_priming, Transport, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use crate::catalog::Snapshot;
+use crate::http::error::SERVER_ERROR;
+use crate::http::negotiate::Accept;
+use crate::http::response::{self, Body, INLINE_FRAMES};
+use crate::http::{Error, Target};
+use crate::invoke::CallContext;
+use crate::jsonrpc::{Id, Message};
+use crate::mcp::{
+    names, Era, NotificationEffect, Reply, Scope, DEFAULT_HANDSHAKE_VERSION, HANDSHAKE_VERSIONS,
+};
+use crate::session::{NewSession, Owner, SessionError, SessionId, SessionInfo, ANONYMOUS_CALLER};
+
+/// A request's validated session.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    /// The session id.
+    pub id: SessionId,
+    /// What the store knows about it.
+    pub info: SessionInfo,
+}
+
+/// The owner a session of this target is bound to. Until authentication exists every caller is
+/// [`ANONYMOUS_CALLER`].
+pub fn owner<'a>(target: &'a Target<'_>) -> Owner<'a> {
+    Owner::new(&target.tenant, &target.client, ANONYMOUS_CALLER)
+}
+
+/// Handles one handshake-era POST.
+pub async fn post(
+    transport: &Transport,
+    parts: &Parts,
+    accept: &Accept,
+    message: Message<'_>,
+    target: &Target<'_>,
+    snapshot: &Snapshot,
+) -> Result<Response<Body>, Error> {
+    let is_initialize = matches!(
+        message,
+        Message::Request {
+            method: names::INITIALIZE,
+            ..
+        }
+    );
+    let header_version = header_version(parts, is_initialize)?;
+    let owner = owner(target);
+    let session = if is_initialize || !transport.settings.sessions_enabled {
+        // "Accept a stale Mcp-Session-Id on initialize": it mints a new session anyway.
+        None
+    } else {
+        session_from_header(transport, parts, owner).await?
+    };
+    if session.is_none()
+        && !is_initialize
+        && transport.settings.sessions_enabled
+        && transport.settings.require_session
+    {
+        return Err(session_required());
+    }
+    let version = header_version
+        .or(session.as_ref().map(|s| s.info.version))
+        .unwrap_or(DEFAULT_HANDSHAKE_VERSION);
+    let call = CallContext::from_headers(&parts.headers);
+    let scope = Scope {
+        tenant: &target.tenant,
+        client: &target.client,
+        snapshot,
+        era: Era::Handshake,
+        version,
+        call: &call,
+    };
+
+    match message {
+        Message::Request { id, method, params } => {
+            let framing = framing(accept, transport.settings.prefer_sse);
+            let dispatch = transport
+                .dispatcher
+                .request(&scope, method, params.as_ref());
+            let Some(bound) = session else {
+                let outcome = dispatch.await;
+                return initialized_or_plain(transport, owner, id, framing, outcome).await;
+            };
+            // In flight until it completes: `notifications/cancelled` aborts it here.
+            let (_registration, abort) = transport.inflight.register(bound.id, id.to_owned_id());
+            match Abortable::new(dispatch, abort).await {
+                Ok(outcome) => {
+                    let size = outcome
+                        .as_ref()
+                        .map_or(0, |reply| reply::result_bytes(reply).len());
+                    Ok(session_answer(
+                        transport,
+                        owner,
+                        &bound,
+                        framing,
+                        size,
+                        |out| reply::write_outcome(out, id, &outcome),
+                    ))
+                }
+                // "The receiver SHOULD NOT reply": the answer ends without a response.
+                Err(_aborted) => Ok(cancelled_answer(transport, owner, &bound)),
+            }
+        }
+        Message::Notification { method, params } => {
+            let effect = transport
+                .dispatcher
+                .notification(&scope, method, params.as_ref());
+            if let Some(bound) = &session {
+                match effect {
+                    NotificationEffect::Initialized => {
+                        // A session that vanished meanwhile answers 404 on its next request.
+                        let _ = transport.sessions.mark_initialized(&bound.id, owner).await;
+                    }
+                    NotificationEffect::Cancel(request_id) => {
+                        // Unknown or finished ids are ignored: races are normal.
+                        if let Some(request_id) = id_from_json(&request_id) {
+                            transport.inflight.cancel(&bound.id, &request_id);
+                        }
+                    }
+                    NotificationEffect::None => {}
+                }
+            }
+            Ok(response::empty(StatusCode::ACCEPTED))
+        }
+        // "If the input is a JSON-RPC response or notification: if the server accepts the
+        // input, the server MUST return HTTP status code 202 Accepted with no body."
+        Message::Response { .. } | Message::ErrorResponse { .. } => {
+            Ok(response::empty(StatusCode::ACCEPTED))
+        }
+    }
+}
+
+/// The answer of a request outside any session: `initialize` mints one here.
+async fn initialized_or_plain(
+    transport: &Transport,
+    owner: Owner<'_>,
+    id: Id<'_>,
+    framing: Framing,
+    outcome: Result<Reply, crate::mcp::McpError>,
+) -> Result<Response<Body>, Error> {
+    let mut session_id = None;
+    if let Ok(Reply::Initialized {
+        version,
+        client_info,
+        client_capabilities,
+        ..
+    }) = &outcome
+    {
+        if transport.settings.sessions_enabled {
+            let new = NewSession {
+                owner,
+                version,
+                client_info,
+                capabilities: client_capabilities,
+            };
+            let minted = transport
+                .sessions
+                .create(new)
+                .await
+                .map_err(|err| match err {
+                    SessionError::TenantCapReached { .. } => {
+                        Error::Unavailable("the tenant's session limit is reached".into())
+                    }
+                    other => session_error(other),
+                })?;
+            session_id = Some(minted);
+        }
+    }
+    let size = outcome
+        .as_ref()
+        .map_or(0, |reply| reply::result_bytes(reply).len());
+    let mut answer = reply::inline(
+        StatusCode::OK,
+        framing,
+        SmallVec::new(),
+        None,
+        size,
+        |out| reply::write_outcome(out, id, &outcome),
+    );
+    if let Some(session_id) = session_id {
+        answer
+            .headers_mut()
+            .insert(MCP_SESSION_ID, session_id.to_header_value());
+    }
+    Ok(answer)
+}
+
+/// The inline answer of a request within a session. As SSE it is registered as a `Post` stream
+/// (priming first when the session negotiated ≥ 2025-11-25), so a client that loses it can
+/// resume with `Last-Event-ID`; the frames go out in the same response body, without a task.
+fn session_answer(
+    transport: &Transport,
+    owner: Owner<'_>,
+    bound: &Bound,
+    framing: Framing,
+    size_hint: usize,
+    write: impl FnOnce(&mut BytesMut),
+) -> Response<Body> {
+    if framing == Framing::Json {
+        return reply::inline(
+            StatusCode::OK,
+            framing,
+            SmallVec::new(),
+            None,
+            size_hint,
+            write,
+        );
+    }
+    let Ok(writer) = transport.streams.open_inline(bound.id, owner) else {
+        // The session closed meanwhile: answer without retention.
+        return reply::inline(
+            StatusCode::OK,
+            framing,
+            SmallVec::new(),
+            None,
+            size_hint,
+            write,
+        );
+    };
+    let mut frames: SmallVec<[Bytes; INLINE_FRAMES]> = SmallVec::new();
+    if wants_priming(bound.info.version) {
+        frames.extend(writer.push_priming(None).ok());
+    }
+    let mut message = BytesMut::with_capacity(size_hint + 64);
+    write(&mut message);
+    match writer.push(&message) {
+        Ok(frame) => frames.push(frame),
+        Err(_) => {
+            let mut encoder = crate::sse::Encoder::new();
+            frames.push(encoder.message(None, &message));
+        }
+    }
+    writer.finish();
+    response::event_stream(Body::frames(frames))
+}
+
+/// A cancelled request's answer: an SSE body that ends without a response (just the priming
+/// event when the session gets those, so a resume finds the stream and nothing after it).
+fn cancelled_answer(transport: &Transport, owner: Owner<'_>, bound: &Bound) -> Response<Body> {
+    let mut frames: SmallVec<[Bytes; INLINE_FRAMES]> = SmallVec::new();
+    if let Ok(writer) = transport.streams.open_inline(bound.id, owner) {
+        if wants_priming(bound.info.version) {
+            frames.extend(writer.push_priming(None).ok());
+        }
+        writer.finish();
+    }
+    response::event_stream(Body::frames(frames))
+}
+
+/// The `MCP-Protocol-Version` header, checked: "If the server receives a request with an invalid
+/// or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request." A missing header
+/// is not an error (§4.6), and `initialize` negotiates in its body whatever the header says.
+fn header_version(parts: &Parts, is_initialize: bool) -> Result<Option<&'static str>, Error> {
+    let Some(value) = parts.headers.get(MCP_PROTOCOL_VERSION) else {
+        return Ok(None);
+    };
+    let known = HANDSHAKE_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| v.as_bytes() == value.as_bytes());
+    match known {
+        Some(version) => Ok(Some(version)),
+        None if is_initialize => Ok(None),
+        None => Err(Error::BadRequest("unsupported MCP-Protocol-Version".into())),
+    }
+}
+
+/// The session the `Mcp-Session-Id` header names, validated against the owner; `None` when
+/// the header is absent. Malformed, unknown, expired, deleted or foreign ids → 404.
+pub async fn session_from_header(
+    transport: &Transport,
+    parts: &Parts,
+    owner: Owner<'_>,
+) -> Result<Option<Bound>, Error> {
+    let Some(value) = parts.headers.get(MCP_SESSION_ID) else {
+        return Ok(None);
+    };
+    validate(transport, value.as_bytes(), owner).await.map(Some)
+}
+
+/// Validates a session id given as text.
+pub async fn validate(
+    transport: &Transport,
+    text: &[u8],
+    owner: Owner<'_>,
+) -> Result<Bound, Error> {
+    let id = SessionId::parse(text).ok_or_else(session_not_found)?;
+    let info = transport
+        .sessions
+        .validate(&id, owner)
+        .await
+        .map_err(session_error)?;
+    Ok(Bound { id, info })
+}
+
+/// 404: "A session id the server does not recognise … is always answered with HTTP 404, which
+/// tells the client to initialize afresh."
+pub fn session_not_found() -> Error {
+    Error::JsonRpc {
+        status: StatusCode::NOT_FOUND,
+        code: SERVER_ERROR,
+        message: "session not found".into(),
+        id: None,
+    }
+}
+
+/// 400: a session is required and the request named none.
+pub fn session_required() -> Error {
+    Error::JsonRpc {
+        status: StatusCode::BAD_REQUEST,
+        code: SERVER_ERROR,
+        message: "the Mcp-Session-Id header is required".into(),
+        id: None,
+    }
+}
+
+/// A store failure as an HTTP error.
+pub fn session_error(err: SessionError) -> Error {
+    match err {
+        SessionError::NotFound => session_not_found(),
+        SessionError::TenantCapReached { .. } => {
+            Error::Unavailable("the tenant's session limit is reached".into())
+        }
+        SessionError::Unavailable(_) => Error::Unavailable("session store unavailable".into()),
+    }
+}
+
+/// `GET …/mcp`: the standalone stream, or the resumption of a stream by `Last-Event-ID`.
+pub async fn get(
+    transport: &Transport,
+    parts: &Parts,
+    target: &Target<'_>,
+) -> Result<Response<Body>, Error> {
+    let settings = &transport.settings;
+    if !settings.sessions_enabled {
+        return Err(Error::MethodNotAllowed { allow: "POST" });
+    }
+    // "When the SSE transport is switched off the GET is answered with HTTP 405."
+    if !settings.sse_enabled {
+        return Err(Error::MethodNotAllowed {
+            allow: "POST, DELETE",
+        });
+    }
+    // "The client must list text/event-stream in Accept; anything else is answered with 406."
+    let accept = Accept::from_headers(&parts.headers);
+    if !(accept.is_present() && accept.accepts_sse()) {
+        return Err(Error::NotAcceptable("Accept must allow text/event-stream"));
+    }
+    header_version(parts, false)?;
+    let owner = owner(target);
+    // A standalone stream belongs to a session.
+    let bound = session_from_header(transport, parts, owner)
+        .await?
+        .ok_or_else(session_required)?;
+
+    if let Some(last_event_id) = parts.headers.get(LAST_EVENT_ID) {
+        match transport
+            .streams
+            .resume(last_event_id.as_bytes(), &bound.id, owner)
+        {
+            Ok(Resumed::Replay { rx, .. }) => {
+                return Ok(response::event_stream(Body::stream(rx, &transport.drain)));
+            }
+            // Nothing to resume: a fresh stream, nothing replayed.
+            Ok(Resumed::Fresh) => {}
+            Err(err) => return Err(stream_error(err)),
+        }
+    }
+
+    let opened = transport
+        .streams
+        .open(Some(bound.id), owner, StreamKind::Get)
+        .map_err(stream_error)?;
+    if wants_priming(bound.info.version) {
+        // A fresh channel has room: this does not wait.
+        opened.writer.prime(None).await.map_err(stream_error)?;
+    }
+    // The stream lives while its connection does; the writer handle is not needed for that.
+    drop(opened.writer);
+    Ok(response::event_stream(Body::stream(
+        opened.rx,
+        &transport.drain,
+    )))
+}
+
+/// A registry failure as an HTTP error.
+fn stream_error(err: StreamError) -> Error {
+    match err {
+        StreamError::Conflict => Error::Conflict("the session already has a live stream".into()),
+        StreamError::Closed => session_not_found(),
+        _ => Error::Internal,
+    }
+}
+
+/// `DELETE …/mcp`: ends the session and closes its streams; 204, then 404 for that id.
+pub async fn delete(
+    transport: &Transport,
+    parts: &Parts,
+    target: &Target<'_>,
+) -> Result<Response<Body>, Error> {
+    if !transport.settings.sessions_enabled {
+        return Err(Error::MethodNotAllowed { allow: "POST" });
+    }
+    let owner = owner(target);
+    let Some(value) = parts.headers.get(MCP_SESSION_ID) else {
+        return Err(session_required());
+    };
+    let id = SessionId::parse(value.as_bytes()).ok_or_else(session_not_found)?;
+    transport
+        .sessions
+        .delete(&id, owner)
+        .await
+        .map_err(session_error)?;
+    transport.streams.close_session(&id);
+    Ok(response::empty(StatusCode::NO_CONTENT))
+}

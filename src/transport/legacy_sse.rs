@@ -1,0 +1,305 @@
+//! The deprecated HTTP+SSE transport (2024-11-05): `GET /runtime/{t}/{c}/sse` and
+//! `POST /runtime/{t}/{c}/messages?sessionId=…` (protocol/mcp.md §5).
+//!
+//! GET mints a session and answers a long-lived stream carrying it in `Mcp-Session-Id`; the
+//! first event is `event: endpoint` whose data is the relative POST URL (path segments
+//! percent-encoded; "the Python client rejects an endpoint whose scheme or host differs", so it
+//! stays relative). Each POST names the session in its query (missing → 400; unknown, expired
+//! or another owner's → 404) and is answered 202 with an empty body; a request's response then
+//! arrives as an `event: message` frame on the stream, notifications produce no frame, and
+//! `notifications/cancelled` aborts the named request. The session lives exactly as long as the
+//! stream: when the client closes it, the session is deleted. The stream is kept alive by the
+//! registry's janitor (`: keepalive`). Requests run in a task each, so a POST does not wait for
+//! a slow tool (this transport is not the hot path). Must not implement MCP methods.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use futures_util::future::Abortable;
+use http::request::Parts;
+use http::{Response, StatusCode};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+use super::handshake::{self, owner, session_error};
+use super::inflight::id_from_json;
+use super::reply;
+use super::stream::StreamKind;
+use super::{streamable, Transport, MCP_SESSION_ID};
+use crate::http::negotiate::{is_json_content_type, Accept};
+use crate::http::response::{self, Body};
+use crate::http::{guard, Error, Target};
+use crate::invoke::CallContext;
+use crate::jsonrpc::{self, Message};
+use crate::mcp::{Era, NotificationEffect, Reply, Scope};
+use crate::session::{Handshake, NewSession, Owner, ANONYMOUS_CALLER};
+
+/// The version a legacy session holds until its `initialize` negotiates one.
+pub const LEGACY_VERSION: &str = "2024-11-05";
+
+/// The query parameter naming the session on `…/messages`.
+pub const SESSION_QUERY: &str = "sessionId";
+
+/// What stays literal in a path segment of the endpoint URL (RFC 3986 unreserved).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `GET …/sse`: mints a session and opens its stream.
+pub async fn open(
+    transport: &Arc<Transport>,
+    parts: &Parts,
+    target: &Target<'_>,
+) -> Result<Response<Body>, Error> {
+    enabled(transport)?;
+    guard::check_origin(
+        &parts.headers,
+        &parts.uri,
+        &transport.settings.allowed_origins,
+    )?;
+    streamable::known_client(&transport.catalog.current(), target)?;
+    let accept = Accept::from_headers(&parts.headers);
+    if !accept.accepts_sse() {
+        return Err(Error::NotAcceptable("Accept must allow text/event-stream"));
+    }
+
+    let owner = owner(target);
+    let new = NewSession {
+        owner,
+        version: LEGACY_VERSION,
+        client_info: b"",
+        capabilities: b"",
+    };
+    let id = transport
+        .sessions
+        .create(new)
+        .await
+        .map_err(session_error)?;
+    let opened = match transport.streams.open(Some(id), owner, StreamKind::Legacy) {
+        Ok(opened) => opened,
+        Err(_) => {
+            let _ = transport.sessions.delete(&id, owner).await;
+            return Err(Error::Internal);
+        }
+    };
+    let endpoint = endpoint_url(&target.tenant, &target.client, id.encode().as_str());
+    // A fresh channel has room: this does not wait.
+    if opened
+        .writer
+        .send_named(b"endpoint", endpoint.as_bytes())
+        .await
+        .is_err()
+    {
+        let _ = transport.sessions.delete(&id, owner).await;
+        return Err(Error::Internal);
+    }
+
+    // "Closing the stream ends the session": one small task per legacy stream waits for the
+    // connection to go, then deletes the session (the registry drops its streams).
+    let writer = opened.writer;
+    let watcher = Arc::clone(transport);
+    let (tenant, client) = (target.tenant.to_string(), target.client.to_string());
+    tokio::spawn(async move {
+        writer.closed().await;
+        let owner = Owner::new(&tenant, &client, ANONYMOUS_CALLER);
+        let _ = watcher.sessions.delete(&id, owner).await;
+        watcher.streams.close_session(&id);
+    });
+
+    let mut answer = response::event_stream(Body::stream(opened.rx, &transport.drain));
+    answer
+        .headers_mut()
+        .insert(MCP_SESSION_ID, id.to_header_value());
+    Ok(answer)
+}
+
+/// `POST …/messages?sessionId=…`: 202, the response follows on the session's stream.
+pub async fn post<B>(
+    transport: &Arc<Transport>,
+    parts: &Parts,
+    body: B,
+    target: &Target<'_>,
+) -> Result<Response<Body>, Error>
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Display,
+{
+    enabled(transport)?;
+    guard::check_origin(
+        &parts.headers,
+        &parts.uri,
+        &transport.settings.allowed_origins,
+    )?;
+    let snapshot = transport.catalog.current();
+    streamable::known_client(&snapshot, target)?;
+    let session_text = session_query(parts.uri.query()).ok_or_else(|| Error::JsonRpc {
+        status: StatusCode::BAD_REQUEST,
+        code: crate::http::error::SERVER_ERROR,
+        message: "the sessionId query parameter is required".into(),
+        id: None,
+    })?;
+    let owner = owner(target);
+    let bound = handshake::validate(transport, session_text.as_bytes(), owner).await?;
+    let is_json = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|value| is_json_content_type(value.as_bytes()));
+    if !is_json {
+        return Err(Error::UnsupportedMediaType(
+            "Content-Type must be application/json",
+        ));
+    }
+    let buf = streamable::read_body(parts, body, transport.settings.max_body_bytes).await?;
+    // simd-json parses in place, so the task gets its own copy to parse again.
+    let raw = buf.to_vec();
+    let mut parsed = buf;
+    let message = jsonrpc::parse(&mut parsed).map_err(streamable::parse_error)?;
+    let call = CallContext::from_headers(&parts.headers);
+
+    match message {
+        Message::Request { .. } => {
+            let transport = Arc::clone(transport);
+            let (tenant, client) = (target.tenant.to_string(), target.client.to_string());
+            tokio::spawn(async move {
+                let mut raw = raw;
+                let Ok(Message::Request { id, method, params }) = jsonrpc::parse(&mut raw) else {
+                    return;
+                };
+                let owner = Owner::new(&tenant, &client, ANONYMOUS_CALLER);
+                let scope = Scope {
+                    tenant: &tenant,
+                    client: &client,
+                    snapshot: &snapshot,
+                    era: Era::Handshake,
+                    version: bound.info.version,
+                    call: &call,
+                };
+                let (_registration, abort) =
+                    transport.inflight.register(bound.id, id.to_owned_id());
+                let dispatch = transport
+                    .dispatcher
+                    .request(&scope, method, params.as_ref());
+                // A cancelled request sends no response.
+                let Ok(outcome) = Abortable::new(dispatch, abort).await else {
+                    return;
+                };
+                if let Ok(Reply::Initialized {
+                    version,
+                    client_info,
+                    client_capabilities,
+                    ..
+                }) = &outcome
+                {
+                    let handshake = Handshake {
+                        version,
+                        client_info,
+                        capabilities: client_capabilities,
+                    };
+                    let _ = transport
+                        .sessions
+                        .set_handshake(&bound.id, owner, handshake)
+                        .await;
+                }
+                let mut out = BytesMut::new();
+                reply::write_outcome(&mut out, id, &outcome);
+                // No live stream (the client left): the response has nowhere to go.
+                if let Some(writer) = transport.streams.standalone(&bound.id) {
+                    let _ = writer.send(&out).await;
+                }
+            });
+        }
+        Message::Notification { method, params } => {
+            let scope = Scope {
+                tenant: &target.tenant,
+                client: &target.client,
+                snapshot: &snapshot,
+                era: Era::Handshake,
+                version: bound.info.version,
+                call: &call,
+            };
+            match transport
+                .dispatcher
+                .notification(&scope, method, params.as_ref())
+            {
+                NotificationEffect::Initialized => {
+                    let _ = transport.sessions.mark_initialized(&bound.id, owner).await;
+                }
+                NotificationEffect::Cancel(request_id) => {
+                    if let Some(request_id) = id_from_json(&request_id) {
+                        transport.inflight.cancel(&bound.id, &request_id);
+                    }
+                }
+                NotificationEffect::None => {}
+            }
+        }
+        Message::Response { .. } | Message::ErrorResponse { .. } => {}
+    }
+    Ok(response::empty(StatusCode::ACCEPTED))
+}
+
+/// The legacy transport needs sessions and SSE; with either off the endpoints do not exist.
+fn enabled(transport: &Transport) -> Result<(), Error> {
+    if transport.settings.sse_enabled && transport.settings.sessions_enabled {
+        Ok(())
+    } else {
+        Err(Error::NotFound)
+    }
+}
+
+/// `/runtime/{tenant}/{client}/messages?sessionId={id}` with the segments percent-encoded.
+pub fn endpoint_url(tenant: &str, client: &str, session: &str) -> String {
+    format!(
+        "/runtime/{}/{}/messages?{SESSION_QUERY}={}",
+        utf8_percent_encode(tenant, SEGMENT),
+        utf8_percent_encode(client, SEGMENT),
+        utf8_percent_encode(session, SEGMENT),
+    )
+}
+
+/// The `sessionId` query parameter, percent-decoded; `None` when absent or not UTF-8.
+pub fn session_query(query: Option<&str>) -> Option<String> {
+    query?.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if name != SESSION_QUERY || value.is_empty() {
+            return None;
+        }
+        percent_decode_str(value)
+            .decode_utf8()
+            .ok()
+            .map(|v| v.into_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(query: Option<&str>, expected: Option<&str>) {
+        assert_eq!(session_query(query).as_deref(), expected, "{query:?}");
+    }
+
+    #[test]
+    fn session_queries() {
+        check(None, None);
+        check(Some(""), None);
+        check(Some("sessionId="), None);
+        check(Some("sessionId=abc"), Some("abc"));
+        check(Some("x=1&sessionId=a%2Db"), Some("a-b"));
+        check(Some("sessionid=abc"), None);
+        check(Some("sessionId"), None);
+        check(Some("sessionId=%FF"), None);
+    }
+
+    #[test]
+    fn endpoint_urls() {
+        assert_eq!(
+            endpoint_url("acme", "a.b_c-D", "Zx_-9"),
+            "/runtime/acme/a.b_c-D/messages?sessionId=Zx_-9"
+        );
+        assert_eq!(
+            endpoint_url("a b", "c/d", "e"),
+            "/runtime/a%20b/c%2Fd/messages?sessionId=e"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! The stateless era (2026-07-28) on `POST /runtime/{tenant}/{client}/mcp`: the validation
+//! ladder, inline answers, and `subscriptions/listen` streams.
+//!
+//! Ladder (protocol/mcp.md §6.6–6.7), first failing rung wins, every error carrying the request
+//! id: `_meta` version present (-32602/400) → `MCP-Protocol-Version` equals it and `Mcp-Method`
+//! equals the method (-32020/400) → required `_meta` keys (-32602/400) and a supported version
+//! (-32022/400 with `data`) → `Mcp-Name` equals the routing name for `tools/call`,
+//! `prompts/get`, `resources/read` (-32020/400) → dispatch: unknown method -32601/**404**, any
+//! other handler error in-band on 200. Header values are decoded from the Base64 sentinel form
+//! first ([`super::headers`]). `Mcp-Session-Id` and `Last-Event-ID` are never minted nor
+//! honoured. Notifications → 202.
+//!
+//! Cancellation is the connection: the dispatch future runs inline in the connection's task, so
+//! a client that closes its response stream drops the future, and with it any downstream call.
+//! Must not implement MCP methods.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
+use http::request::Parts;
+use http::{Response, StatusCode};
+use smallvec::SmallVec;
+
+use super::headers::{self, HeaderMismatch};
+use super::reply::{self, Framing};
+use super::stream::StreamKind;
+use super::{Transport, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use crate::catalog::Snapshot;
+use crate::http::negotiate::{Accept, MediaKind};
+use crate::http::response::{self, Body};
+use crate::http::{Error, Target};
+use crate::invoke::CallContext;
+use crate::jsonrpc::{ErrorCode, Id, Message, OwnedId, Payload};
+use crate::mcp::subscriptions::SubscriptionFilter;
+use crate::mcp::{self, Era, McpError, Reply, Scope};
+use crate::session::{Owner, ANONYMOUS_CALLER};
+
+/// -32020 HeaderMismatch (2026-07-28).
+pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+
+/// Handles one stateless-era POST.
+pub async fn post(
+    transport: &Transport,
+    parts: &Parts,
+    accept: &Accept,
+    message: Message<'_>,
+    target: &Target<'_>,
+    snapshot: &Snapshot,
+) -> Result<Response<Body>, Error> {
+    let (id, method, params) = match message {
+        Message::Request { id, method, params } => (id, method, params),
+        // "Notification POSTs get 202"; clients never POST responses, and accepting one is
+        // harmless.
+        Message::Notification { .. } | Message::Response { .. } | Message::ErrorResponse { .. } => {
+            return Ok(response::empty(StatusCode::ACCEPTED));
+        }
+    };
+    let params = params.as_ref();
+    let version = validate(parts, id, method, params)?;
+
+    let call = CallContext::from_headers(&parts.headers);
+    let scope = Scope {
+        tenant: &target.tenant,
+        client: &target.client,
+        snapshot,
+        era: Era::Stateless,
+        version,
+        call: &call,
+    };
+    let outcome = transport.dispatcher.request(&scope, method, params).await;
+    match &outcome {
+        Err(err) => {
+            if let Some(status) = ladder_status(err) {
+                return Err(mcp_error(status, err, id));
+            }
+        }
+        Ok(Reply::Listen(filter)) => return listen(transport, id, *filter, target).await,
+        Ok(_) => {}
+    }
+    let framing = framing(accept, transport.settings.prefer_sse);
+    let size = outcome.as_ref().map_or(0, |r| reply::result_bytes(r).len());
+    Ok(reply::inline(
+        StatusCode::OK,
+        framing,
+        SmallVec::new(),
+        None,
+        size,
+        |out| reply::write_outcome(out, id, &outcome),
+    ))
+}
+
+/// JSON or SSE for an inline answer: SSE when the client prefers it, or on a tie when so
+/// configured.
+pub fn framing(accept: &Accept, prefer_sse: bool) -> Framing {
+    match accept.preferred() {
+        Some(MediaKind::EventStream) => Framing::Sse,
+        Some(MediaKind::Json) => Framing::Json,
+        None if prefer_sse => Framing::Sse,
+        None => Framing::Json,
+    }
+}
+
+/// Runs the validation ladder up to dispatch; returns the request's protocol version.
+fn validate<'a>(
+    parts: &Parts,
+    id: Id<'_>,
+    method: &str,
+    params: Option<&Payload<'a>>,
+) -> Result<&'a str, Error> {
+    // "A modern header with a missing envelope: -32602/400."
+    let Some(version) = mcp::meta::meta_protocol_version(params) else {
+        return Err(Error::JsonRpc {
+            status: StatusCode::BAD_REQUEST,
+            code: ErrorCode::INVALID_PARAMS,
+            message: "params._meta must carry io.modelcontextprotocol/protocolVersion".into(),
+            id: Some(id.to_owned_id()),
+        });
+    };
+    // "MCP-Protocol-Version: must equal _meta["io.modelcontextprotocol/protocolVersion"]";
+    // "Mcp-Method: method" on every request.
+    let headers = &parts.headers;
+    headers::expect_header(
+        headers,
+        &MCP_PROTOCOL_VERSION,
+        "MCP-Protocol-Version",
+        version,
+    )
+    .and_then(|()| headers::expect_header(headers, &MCP_METHOD, "Mcp-Method", method))
+    .map_err(|err| header_error(err, id))?;
+    // Required `_meta` keys (-32602) and the version (-32022), as the MCP layer defines them.
+    mcp::meta::stateless_meta(params)
+        .map_err(|err| mcp_error(StatusCode::BAD_REQUEST, &err, id))?;
+    // "Mcp-Name: params.name (tools/call, prompts/get) or params.uri (resources/read)".
+    if let Some(name) = mcp::meta::routing_name(method, params) {
+        headers::expect_header(headers, &MCP_NAME, "Mcp-Name", name)
+            .map_err(|err| header_error(err, id))?;
+    }
+    Ok(version)
+}
+
+/// The HTTP status of a dispatcher error that is a ladder rejection rather than an in-band
+/// answer: -32601 → 404, missing `_meta` → 400, unsupported version → 400.
+fn ladder_status(err: &McpError) -> Option<StatusCode> {
+    match err {
+        McpError::MethodNotFound(_) => Some(StatusCode::NOT_FOUND),
+        McpError::MissingMeta(_) | McpError::UnsupportedVersion { .. } => {
+            Some(StatusCode::BAD_REQUEST)
+        }
+        _ => None,
+    }
+}
+
+/// -32020 on 400 with the request id.
+fn header_error(err: HeaderMismatch, id: Id<'_>) -> Error {
+    Error::JsonRpc {
+        status: StatusCode::BAD_REQUEST,
+        code: HEADER_MISMATCH,
+        message: Cow::Owned(err.to_string()),
+        id: Some(id.to_owned_id()),
+    }
+}
+
+/// An MCP error as an HTTP error with the given status (its `data` kept).
+pub fn mcp_error(status: StatusCode, err: &McpError, id: Id<'_>) -> Error {
+    let id: Option<OwnedId> = Some(id.to_owned_id());
+    match err.data() {
+        Some(data) => Error::JsonRpcWithData {
+            status,
+            code: err.code(),
+            message: Cow::Owned(err.to_string()),
+            id,
+            data,
+        },
+        None => Error::JsonRpc {
+            status,
+            code: err.code(),
+            message: Cow::Owned(err.to_string()),
+            id,
+        },
+    }
+}
+
+/// `subscriptions/listen`: a long-lived SSE stream for this tenant and client, opening with
+/// `notifications/subscriptions/acknowledged`; the list_changed task then writes
+/// `notifications/tools/list_changed` (tagged with the subscription id) into it, and the
+/// registry's janitor writes keep-alives. The stream ends when the client closes it or the
+/// server drains.
+async fn listen(
+    transport: &Transport,
+    id: Id<'_>,
+    filter: SubscriptionFilter,
+    target: &Target<'_>,
+) -> Result<Response<Body>, Error> {
+    let subscription_id = Bytes::copy_from_slice(id.to_owned_id().as_json());
+    let owner = Owner::new(&target.tenant, &target.client, ANONYMOUS_CALLER);
+    let kind = StreamKind::Listen {
+        subscription_id: subscription_id.clone(),
+        tools_list_changed: filter.tools_list_changed,
+    };
+    let opened = transport
+        .streams
+        .open(None, owner, kind)
+        .map_err(|_| Error::Internal)?;
+    let acknowledged = transport
+        .dispatcher
+        .acknowledged_message(&filter, &subscription_id);
+    // A fresh channel has room: this does not wait.
+    opened
+        .writer
+        .send(&acknowledged)
+        .await
+        .map_err(|_| Error::Internal)?;
+    drop(opened.writer);
+    Ok(response::event_stream(Body::stream(
+        opened.rx,
+        &transport.drain,
+    )))
+}
