@@ -462,10 +462,13 @@ struct Inner {
     config: StreamConfig,
     next_stream: AtomicU64,
     /// Every registered stream by id (resumption, sweeping, keep-alive, listen lookup).
-    streams: Box<[Mutex<HashMap<u64, Arc<Stream>>>]>,
+    streams: Box<[Mutex<StreamMap>]>,
     /// The streams of each session (conflicts, delivery, close).
-    sessions: Box<[Mutex<HashMap<SessionId, SessionStreams, IdHashBuilder>>]>,
+    sessions: Box<[Mutex<SessionMap>]>,
 }
+
+type StreamMap = HashMap<u64, Arc<Stream>>;
+type SessionMap = HashMap<SessionId, SessionStreams, IdHashBuilder>;
 
 /// The streams one session holds here.
 #[derive(Default)]
@@ -697,14 +700,22 @@ impl StreamRegistry {
     /// Ends every stream of `session` (DELETE, expiry): connections close, nothing stays
     /// resumable, writers get [`StreamError::Closed`]. Returns how many streams ended.
     pub fn close_session(&self, session: &SessionId) -> usize {
-        let Some(entry) = self.inner.session_shard(session).remove(session) else {
+        let removed = {
+            let mut sessions = self.inner.session_shard(session);
+            let removed = sessions.remove(session);
+            shrink_if_sparse(&mut sessions);
+            removed
+        };
+        let Some(entry) = removed else {
             return 0;
         };
         let all = entry.get.into_iter().chain(entry.legacy).chain(entry.posts);
         let mut n_closed = 0;
         for stream in all {
             self.inner.close(&stream);
-            self.inner.stream_shard(stream.id).remove(&stream.id);
+            let mut streams = self.inner.stream_shard(stream.id);
+            streams.remove(&stream.id);
+            shrink_if_sparse(&mut streams);
             n_closed += 1;
         }
         n_closed
@@ -830,9 +841,7 @@ impl StreamRegistry {
                 }
                 keep
             });
-            if streams.capacity() > 64 && streams.capacity() > 4 * streams.len() {
-                streams.shrink_to_fit();
-            }
+            shrink_if_sparse(&mut streams);
         }
         for (session, stream_id) in &dropped {
             let Some(session) = session else { continue };
@@ -842,6 +851,11 @@ impl StreamRegistry {
                 if entry.is_empty() {
                     sessions.remove(session);
                 }
+            }
+        }
+        if !dropped.is_empty() {
+            for shard in self.inner.sessions.iter() {
+                shrink_if_sparse(&mut lock(shard));
             }
         }
         dropped.len()
@@ -953,7 +967,7 @@ impl StreamRegistry {
 }
 
 impl Inner {
-    fn stream_shard(&self, stream_id: u64) -> MutexGuard<'_, HashMap<u64, Arc<Stream>>> {
+    fn stream_shard(&self, stream_id: u64) -> MutexGuard<'_, StreamMap> {
         let index = (stream_id as usize) % self.streams.len();
         match self.streams.get(index) {
             Some(shard) => lock(shard),
@@ -961,10 +975,7 @@ impl Inner {
         }
     }
 
-    fn session_shard(
-        &self,
-        session: &SessionId,
-    ) -> MutexGuard<'_, HashMap<SessionId, SessionStreams, IdHashBuilder>> {
+    fn session_shard(&self, session: &SessionId) -> MutexGuard<'_, SessionMap> {
         let index = (session.shard64() as usize) % self.sessions.len();
         match self.sessions.get(index) {
             Some(shard) => lock(shard),
@@ -1295,6 +1306,16 @@ pub fn spawn_janitor(
             }
         }
     })
+}
+
+/// Gives back the memory of a map that a burst left mostly empty (abandoned streams release
+/// everything): shrinks when capacity is over four times the length, above a small floor.
+fn shrink_if_sparse<K: Eq + std::hash::Hash, V, S: std::hash::BuildHasher>(
+    map: &mut HashMap<K, V, S>,
+) {
+    if map.capacity() > 64 && map.capacity() > 4 * map.len() {
+        map.shrink_to_fit();
+    }
 }
 
 /// Locks `mutex`, recovering from poisoning: each critical section leaves the maps consistent.
