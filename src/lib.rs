@@ -8,8 +8,11 @@
 //! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, the error→status map.
 //! - [`catalog`]: configuration, validation, immutable per-tenant snapshots, schema generation.
 //! - [`invoke`]: downstream calls with exposed↔source field translation and correlation.
+//! - [`mcp`]: the MCP dispatcher and every method, `_meta` rules and era-specific result shapes.
+//! - [`session`]: session ids, records, the session store and backplane seams (process-local).
+//! - [`transport`]: MCP over HTTP: Streamable HTTP in both eras, legacy HTTP+SSE, live streams.
 //! - [`rest`]: the REST surface over the catalog and invoke code.
-//! - [`transport`]: MCP over HTTP (for now: the `ping` path through the whole stack).
+//! - [`admin`]: `POST /admin/reload`.
 //! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
 //! - [`server`]: the composition root that wires routes to surfaces and runs the listener.
 //!
