@@ -2,8 +2,8 @@
 # Interop tests: the official Python MCP SDK client (mcp==2.3.0) against a real sluice.
 #
 # Creates (or reuses) a venv in target/interop-venv, builds sluice in release mode, starts the stub
-# downstream API (downstream.py) and `sluice serve` on free loopback ports with the fixture
-# configuration, waits for /healthz, runs test_python_sdk.py, and always stops what it started.
+# downstream API (downstream.py) and two `sluice serve` on free loopback ports with the fixture
+# configuration (as is, and with `prefer_sse = true`), waits for /healthz, runs test_python_sdk.py, and always stops what it started.
 # The last line printed is `N passed, N failed`; the exit status is non-zero on any failure.
 #
 # Env: CARGO_TARGET_DIR (where the release binary is built, default target/),
@@ -77,53 +77,63 @@ free_port() {
 }
 
 # --- sluice on a free port; another port when the one picked was taken meanwhile ---
-base=""
-for attempt in 1 2 3 4 5; do
-  port=$(free_port)
-  RUST_LOG="${RUST_LOG:-warn}" "$sluice" serve --config "$config" --listen "127.0.0.1:$port" \
-    >"$work/sluice.log" 2>&1 &
-  pid=$!
-  up=""
-  for _ in $(seq 200); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      break
-    fi
-    if "$py" -c 'import sys, urllib.request
+# start_sluice NAME CONFIG: starts `sluice serve` and sets $base to its URL once /healthz answers.
+start_sluice() {
+  local name=$1 config_file=$2 attempt port pid up
+  base=""
+  for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    RUST_LOG="${RUST_LOG:-warn}" "$sluice" serve --config "$config_file" --listen "127.0.0.1:$port" \
+      >"$work/$name.log" 2>&1 &
+    pid=$!
+    up=""
+    for _ in $(seq 200); do
+      kill -0 "$pid" 2>/dev/null || break
+      if "$py" -c 'import sys, urllib.request
 try:
     sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=1).status == 200 else 1)
 except Exception:
     sys.exit(1)' "http://127.0.0.1:$port/healthz"; then
-      up=1
-      break
+        up=1
+        break
+      fi
+      sleep 0.1
+    done
+    if [ -n "$up" ]; then
+      pids+=("$pid")
+      base="http://127.0.0.1:$port"
+      return 0
     fi
-    sleep 0.1
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    grep -qi "address already in use" "$work/$name.log" || setup_failed "$name did not become healthy"
+    echo "port $port was taken; retrying (attempt $attempt)" >&2
   done
-  if [ -n "$up" ]; then
-    pids+=("$pid")
-    base="http://127.0.0.1:$port"
-    break
-  fi
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  grep -qi "address already in use\|binding" "$work/sluice.log" || setup_failed "sluice did not become healthy"
-  echo "port $port was taken; retrying (attempt $attempt)" >&2
-done
-[ -n "$base" ] || setup_failed "no free port for sluice after 5 attempts"
+  setup_failed "no free port for $name after 5 attempts"
+}
+
+# The main instance (its file is rewritten by the reload checks), and one with `prefer_sse = true`
+# so that every answer to a POST is an SSE stream (priming event, event ids).
+start_sluice sluice "$config"
+main_base=$base
+sse_config="$work/sluice-sse.toml"
+sed 's/^\[server\]$/[server]\nprefer_sse = true/' "$config" >"$sse_config"
+grep -q '^prefer_sse = true$' "$sse_config" || setup_failed "could not write $sse_config"
+start_sluice sluice-sse "$sse_config"
+sse_base=$base
 
 # --- the checks ---
 summary="$work/summary"
 status=0
-SLUICE_URL="$base" SLUICE_CONFIG="$config" INTEROP_API="$api" ADMIN_TOKEN="$admin_token" \
+SLUICE_URL="$main_base" SLUICE_SSE_URL="$sse_base" SLUICE_CONFIG="$config" INTEROP_API="$api" ADMIN_TOKEN="$admin_token" \
   INTEROP_SUMMARY="$summary" "$py" "$here/test_python_sdk.py" || status=$?
 if [ ! -s "$summary" ]; then
-  echo "--- sluice.log" >&2
-  tail -30 "$work/sluice.log" >&2
+  for log in "$work"/sluice*.log; do echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; done
   echo "0 passed, 1 failed"
   exit 1
 fi
 if [ "$status" -ne 0 ]; then
-  echo "--- sluice.log (last 30 lines)" >&2
-  tail -30 "$work/sluice.log" >&2
+  for log in "$work"/sluice*.log; do echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; done
   # The summary line stays the last line on stdout.
   cat "$summary"
 fi
