@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Interop tests: the official Python MCP SDK client (mcp==2.3.0) against a real sluice.
+#
+# Creates (or reuses) a venv in target/interop-venv, builds sluice in release mode, starts the stub
+# downstream API (downstream.py) and two `sluice serve` on free loopback ports with the fixture
+# configuration (as is, and with `prefer_sse = true`), waits for /healthz, runs test_python_sdk.py, and always stops what it started.
+# The last line printed is `N passed, N failed`; the exit status is non-zero on any failure.
+#
+# Env: CARGO_TARGET_DIR (where the release binary is built, default target/),
+#      INTEROP_VERBOSE=1 (tracebacks for failed checks), RUST_LOG (sluice's log filter).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+here="$root/tests/interop"
+
+venv="$root/target/interop-venv"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-interop.XXXXXX")
+pids=()
+
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Prints the final line for a run that could not get as far as the tests, and fails.
+setup_failed() {
+  echo "interop setup failed: $*" >&2
+  for log in "$work"/*.log; do
+    [ -s "$log" ] && { echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; }
+  done
+  echo "0 passed, 1 failed"
+  exit 1
+}
+
+# --- the venv (reused while requirements.txt is unchanged) ---
+if ! cmp -s "$here/requirements.txt" "$venv/interop-requirements.txt" 2>/dev/null; then
+  rm -rf "$venv"
+  python3 -m venv "$venv" || setup_failed "python3 -m venv"
+  "$venv/bin/pip" install --disable-pip-version-check -q -r "$here/requirements.txt" ||
+    setup_failed "pip install -r tests/interop/requirements.txt"
+  cp "$here/requirements.txt" "$venv/interop-requirements.txt"
+fi
+py="$venv/bin/python"
+
+# --- sluice (cargo reuses the build when nothing changed) ---
+cargo build --release --locked --bin sluice || setup_failed "cargo build --release"
+sluice="$target_dir/release/sluice"
+[ -x "$sluice" ] || setup_failed "no binary at $sluice"
+
+# --- the stub downstream: prints its port first ---
+"$py" -u "$here/downstream.py" >"$work/downstream.port" 2>"$work/downstream.log" &
+pids+=($!)
+api_port=""
+for _ in $(seq 100); do
+  api_port=$(head -1 "$work/downstream.port" 2>/dev/null || true)
+  [ -n "$api_port" ] && break
+  kill -0 "${pids[-1]}" 2>/dev/null || setup_failed "the stub downstream exited"
+  sleep 0.1
+done
+[ -n "$api_port" ] || setup_failed "the stub downstream announced no port"
+api="http://127.0.0.1:$api_port"
+
+config="$work/sluice.toml"
+sed "s#{api}#$api#g" "$here/sluice.interop.toml" >"$config"
+admin_token=$(sed -n 's/^admin_token = "\(.*\)"$/\1/p' "$config")
+
+free_port() {
+  "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# --- sluice on a free port; another port when the one picked was taken meanwhile ---
+# start_sluice NAME CONFIG: starts `sluice serve` and sets $base to its URL once /healthz answers.
+start_sluice() {
+  local name=$1 config_file=$2 attempt port pid up
+  base=""
+  for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    RUST_LOG="${RUST_LOG:-warn}" "$sluice" serve --config "$config_file" --listen "127.0.0.1:$port" \
+      >"$work/$name.log" 2>&1 &
+    pid=$!
+    up=""
+    for _ in $(seq 200); do
+      kill -0 "$pid" 2>/dev/null || break
+      if "$py" -c 'import sys, urllib.request
+try:
+    sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=1).status == 200 else 1)
+except Exception:
+    sys.exit(1)' "http://127.0.0.1:$port/healthz"; then
+        up=1
+        break
+      fi
+      sleep 0.1
+    done
+    if [ -n "$up" ]; then
+      pids+=("$pid")
+      base="http://127.0.0.1:$port"
+      return 0
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    grep -qi "address already in use" "$work/$name.log" || setup_failed "$name did not become healthy"
+    echo "port $port was taken; retrying (attempt $attempt)" >&2
+  done
+  setup_failed "no free port for $name after 5 attempts"
+}
+
+# The main instance (its file is rewritten by the reload checks), and one with `prefer_sse = true`
+# so that every answer to a POST is an SSE stream (priming event, event ids).
+start_sluice sluice "$config"
+main_base=$base
+sse_config="$work/sluice-sse.toml"
+sed 's/^\[server\]$/[server]\nprefer_sse = true/' "$config" >"$sse_config"
+grep -q '^prefer_sse = true$' "$sse_config" || setup_failed "could not write $sse_config"
+start_sluice sluice-sse "$sse_config"
+sse_base=$base
+
+# --- the checks ---
+summary="$work/summary"
+status=0
+SLUICE_URL="$main_base" SLUICE_SSE_URL="$sse_base" SLUICE_CONFIG="$config" INTEROP_API="$api" ADMIN_TOKEN="$admin_token" \
+  INTEROP_SUMMARY="$summary" "$py" "$here/test_python_sdk.py" || status=$?
+if [ ! -s "$summary" ]; then
+  for log in "$work"/sluice*.log; do echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; done
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+if [ "$status" -ne 0 ]; then
+  for log in "$work"/sluice*.log; do echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; done
+  # The summary line stays the last line on stdout.
+  cat "$summary"
+fi
+exit "$status"
