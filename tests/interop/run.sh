@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Interop tests: the official Python MCP SDK client (mcp==2.3.0) against a real sluice.
 #
-# Creates (or reuses) a venv in target/interop-venv, builds sluice in release mode, starts the stub
+# Creates (or reuses) a venv in target/interop-venv, builds sluice (debug profile: the binary
+# `cargo test` already built, so CI compiles nothing new; interop checks behaviour, not speed), starts the stub
 # downstream API (downstream.py) and two `sluice serve` on free loopback ports with the fixture
 # configuration (as is, and with `prefer_sse = true`), waits for /healthz, runs test_python_sdk.py, and always stops what it started.
 # The last line printed is `N passed, N failed`; the exit status is non-zero on any failure.
 #
-# Env: CARGO_TARGET_DIR (where the release binary is built, default target/),
+# Env: CARGO_TARGET_DIR (where the binary is built, default target/),
 #      INTEROP_VERBOSE=1 (tracebacks for failed checks), RUST_LOG (sluice's log filter).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,8 +52,8 @@ fi
 py="$venv/bin/python"
 
 # --- sluice (cargo reuses the build when nothing changed) ---
-cargo build --release --locked --bin sluice || setup_failed "cargo build --release"
-sluice="$target_dir/release/sluice"
+cargo build --locked --bin sluice || setup_failed "cargo build"
+sluice="$target_dir/debug/sluice"
 [ -x "$sluice" ] || setup_failed "no binary at $sluice"
 
 # --- the stub downstream: prints its port first ---
