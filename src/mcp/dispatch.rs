@@ -20,7 +20,10 @@ pub(crate) async fn request(
     params: Option<&Payload<'_>>,
 ) -> Result<Reply, McpError> {
     match method {
-        names::TOOLS_CALL => tools::call(d, scope, params).await,
+        // Boxed: the downstream call's state is large (over a kilobyte), and without the box
+        // every request future — `ping` and `tools/list` included — would be that large and
+        // cost a copy of it. A tool call pays one allocation next to an HTTP exchange.
+        names::TOOLS_CALL => Box::pin(tools::call(d, scope, params)).await,
         names::TOOLS_LIST => tools::list(d, scope, params),
         names::PING => lifecycle::ping(scope),
         names::INITIALIZE => lifecycle::initialize(d, scope, params),
