@@ -20,7 +20,10 @@ pub(crate) async fn request(
     params: Option<&Payload<'_>>,
 ) -> Result<Reply, McpError> {
     match method {
-        names::TOOLS_CALL => tools::call(d, scope, params).await,
+        // Boxed: the downstream call's state is large (over a kilobyte), and without the box
+        // every request future — `ping` and `tools/list` included — would be that large and
+        // cost a copy of it. A tool call pays one allocation next to an HTTP exchange.
+        names::TOOLS_CALL => Box::pin(tools::call(d, scope, params)).await,
         names::TOOLS_LIST => tools::list(d, scope, params),
         names::PING => lifecycle::ping(scope),
         names::INITIALIZE => lifecycle::initialize(d, scope, params),
@@ -68,4 +71,38 @@ fn cancelled_id(params: Option<&Payload<'_>>) -> Option<Bytes> {
     let mut out = BytesMut::with_capacity(24);
     id.write_json(&mut out);
     Some(out.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::{parse, Message};
+
+    /// Checks the cancel id read from `notifications/cancelled` params (JSON text or `None`).
+    fn check(params: &str, expected: Option<&str>) {
+        let mut body =
+            format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{params}}}"#)
+                .into_bytes();
+        let Ok(Message::Notification { params, .. }) = parse(&mut body) else {
+            panic!("not a notification: {params}");
+        };
+        let got = cancelled_id(params.as_ref());
+        assert_eq!(got.as_deref(), expected.map(str::as_bytes), "{params:?}");
+    }
+
+    #[test]
+    fn cancelled_ids_keep_their_json_type() {
+        check(r#"{"requestId":7}"#, Some("7"));
+        check(r#"{"requestId":0}"#, Some("0"));
+        check(r#"{"requestId":"7"}"#, Some(r#""7""#));
+        check(r#"{"requestId":"a\u0022b"}"#, Some(r#""a\"b""#));
+        check(
+            r#"{"requestId":18446744073709551615}"#,
+            Some("18446744073709551615"),
+        );
+        check(r#"{"requestId":1.5}"#, None);
+        check(r#"{"requestId":null}"#, None);
+        check(r#"{"reason":"x"}"#, None);
+        check("[7]", None);
+    }
 }

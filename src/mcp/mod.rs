@@ -44,7 +44,9 @@ use crate::catalog::Snapshot;
 use crate::invoke::{CallContext, Invoker};
 use crate::jsonrpc::{ErrorCode, Payload};
 
-pub use meta::{experimental_opt_in, routing_name, stateless_meta, MetaInfo};
+pub use meta::{
+    experimental_opt_in, meta_protocol_version, routing_name, stateless_meta, MetaInfo,
+};
 pub use resources::{prompt_resource_uri, PROMPT_RESOURCE_PREFIX};
 pub use subscriptions::{ListChanged, SubscriptionFilter};
 

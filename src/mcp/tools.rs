@@ -192,3 +192,61 @@ fn failure(d: &Dispatcher, scope: &Scope<'_>, message: &str) -> Bytes {
     shapes.close(&mut out, scope.era, Cache::No);
     out.freeze()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::catalog::Snapshot;
+    use crate::invoke::{CallContext, Invoker, InvokerConfig};
+    use crate::mcp::{DispatcherConfig, Era};
+
+    /// Checks the result `write` builds in `era`, as text.
+    fn check(era: Era, write: impl Fn(&Dispatcher, &Scope<'_>) -> Bytes, expected: &str) {
+        let d = Dispatcher::new(
+            DispatcherConfig {
+                server_version: "1".to_owned(),
+                ..DispatcherConfig::default()
+            },
+            Arc::new(Invoker::new(InvokerConfig::default())),
+        );
+        let config = crate::catalog::load::parse("", "t").unwrap();
+        let snapshot = Snapshot::build(&config, 1, None).unwrap();
+        let ctx = CallContext::new(None);
+        let scope = Scope {
+            tenant: "t",
+            client: "c",
+            snapshot: &snapshot,
+            era,
+            version: "v",
+            call: &ctx,
+        };
+        let got = write(&d, &scope);
+        assert_eq!(std::str::from_utf8(&got).unwrap(), expected);
+    }
+
+    #[test]
+    fn result_shapes() {
+        check(
+            Era::Handshake,
+            |d, s| success(d, s, br#"{"a":"x"}"#, true),
+            r#"{"content":[{"type":"text","text":"{\"a\":\"x\"}"}],"structuredContent":{"a":"x"},"isError":false}"#,
+        );
+        check(
+            Era::Handshake,
+            |d, s| success(d, s, b"[1]", false),
+            r#"{"content":[{"type":"text","text":"[1]"}],"isError":false}"#,
+        );
+        check(
+            Era::Handshake,
+            |d, s| failure(d, s, "It \"failed\"."),
+            r#"{"content":[{"type":"text","text":"It \"failed\"."}],"isError":true}"#,
+        );
+        check(
+            Era::Stateless,
+            |d, s| failure(d, s, "x"),
+            r#"{"content":[{"type":"text","text":"x"}],"isError":true,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"sluice","version":"1"}}}"#,
+        );
+    }
+}
