@@ -87,7 +87,10 @@ fn inputs() -> Vec<Input> {
     };
     let mcp = build("mcp600", mcp600);
     let frame_len = mcp.stream.len() / mcp.n_events;
-    assert!((560..=640).contains(&frame_len), "mcp600 frames are {frame_len} bytes");
+    assert!(
+        (560..=640).contains(&frame_len),
+        "mcp600 frames are {frame_len} bytes"
+    );
 
     let tiny = build("tiny45", |n| {
         let data = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, 10 + n % 90);
@@ -229,6 +232,25 @@ fn eventsource_stream(chunks: &[Bytes]) -> (usize, usize) {
     totals
 }
 
+/// Benchmarks `run` as `name`, checking its result before (always) and after (when criterion's
+/// filter let it run) the measurement.
+fn bench_checked<T: PartialEq + std::fmt::Debug>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    param: &str,
+    expected: T,
+    mut run: impl FnMut() -> T,
+) {
+    assert_eq!(run(), expected, "{name} {param}");
+    let mut result = None;
+    group.bench_function(BenchmarkId::new(name, param), |b| {
+        b.iter(|| result = Some(run()))
+    });
+    if let Some(result) = result {
+        assert_eq!(result, expected, "{name} {param}");
+    }
+}
+
 fn bench_decode(c: &mut Criterion) {
     let mut group = c.benchmark_group("sse_decode");
     for input in inputs() {
@@ -244,41 +266,29 @@ fn bench_decode(c: &mut Criterion) {
             let chunks = chunks_of(&input.stream, chunk_size);
             let param = format!("{}/{}KiB", input.name, chunk_size / 1024);
 
-            let mut result = (0, 0);
-            group.bench_function(BenchmarkId::new("sluice_stream", &param), |b| {
-                b.iter(|| result = sluice_stream(std::hint::black_box(&chunks)))
+            let black_box = std::hint::black_box;
+            bench_checked(&mut group, "sluice_stream", &param, expected, || {
+                sluice_stream(black_box(&chunks))
             });
-            assert_eq!(result, expected, "sluice_stream {param}");
-
             let mut buf = BytesMut::with_capacity(2 * chunk_size);
-            group.bench_function(BenchmarkId::new("sluice_buffered", &param), |b| {
-                b.iter(|| result = sluice_buffered(std::hint::black_box(&chunks), &mut buf))
+            bench_checked(&mut group, "sluice_buffered", &param, expected, || {
+                sluice_buffered(black_box(&chunks), &mut buf)
             });
-            assert_eq!(result, expected, "sluice_buffered {param}");
-
-            let mut n_frames = 0;
-            group.bench_function(BenchmarkId::new("memchr_scan", &param), |b| {
-                b.iter(|| n_frames = memchr_scan(std::hint::black_box(&chunks), &finder))
+            bench_checked(&mut group, "memchr_scan", &param, input.n_events, || {
+                memchr_scan(black_box(&chunks), &finder)
             });
-            assert_eq!(n_frames, input.n_events, "memchr_scan {param}");
-
             if chunk_size != PEER_CHUNK {
                 continue;
             }
-            group.bench_function(BenchmarkId::new("sse_stream_02", &param), |b| {
-                b.iter(|| result = sse_stream_02(std::hint::black_box(&chunks)))
+            bench_checked(&mut group, "sse_stream_02", &param, expected, || {
+                sse_stream_02(black_box(&chunks))
             });
-            assert_eq!(result, expected, "sse_stream_02 {param}");
-
-            group.bench_function(BenchmarkId::new("sse_stream_03", &param), |b| {
-                b.iter(|| result = sse_stream_03(std::hint::black_box(&chunks)))
+            bench_checked(&mut group, "sse_stream_03", &param, expected, || {
+                sse_stream_03(black_box(&chunks))
             });
-            assert_eq!(result, expected, "sse_stream_03 {param}");
-
-            group.bench_function(BenchmarkId::new("eventsource_stream", &param), |b| {
-                b.iter(|| result = eventsource_stream(std::hint::black_box(&chunks)))
+            bench_checked(&mut group, "eventsource_stream", &param, expected, || {
+                eventsource_stream(black_box(&chunks))
             });
-            assert_eq!(result, expected, "eventsource_stream {param}");
         }
     }
     group.finish();

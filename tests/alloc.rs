@@ -140,7 +140,9 @@ fn check_zero(name: &str, mut frame: impl FnMut(&mut Encoder, usize) -> Bytes) {
 fn message_allocates_nothing_per_frame() {
     let payload = serde_json::to_vec(&rpc_result(1)).unwrap();
     assert!(payload.len() > 500);
-    check_zero("message", |encoder, _| encoder.message(Some(b"i1.s7.42"), &payload));
+    check_zero("message", |encoder, _| {
+        encoder.message(Some(b"i1.s7.42"), &payload)
+    });
 }
 
 #[test]
@@ -148,7 +150,9 @@ fn message_json_allocates_nothing_per_frame() {
     let ids: Vec<String> = (0..MEASURED_FRAMES).map(|n| format!("i1.s7.{n}")).collect();
     check_zero("message_json", |encoder, n| {
         let id = ids[n % ids.len()].as_bytes();
-        encoder.message_json(Some(id), &rpc_result(n as u64)).unwrap()
+        encoder
+            .message_json(Some(id), &rpc_result(n as u64))
+            .unwrap()
     });
 }
 
@@ -163,12 +167,16 @@ fn message_with_allocates_nothing_per_frame() {
 #[test]
 fn multi_line_message_allocates_nothing_per_frame() {
     let payload = b"line one\nline two\r\nline three\rline four".repeat(10);
-    check_zero("multi-line message", |encoder, _| encoder.message(None, &payload));
+    check_zero("multi-line message", |encoder, _| {
+        encoder.message(None, &payload)
+    });
 }
 
 #[test]
 fn priming_allocates_nothing_per_frame() {
-    check_zero("priming", |encoder, _| encoder.priming(b"i1.s7.0", Some(3000)));
+    check_zero("priming", |encoder, _| {
+        encoder.priming(b"i1.s7.0", Some(3000))
+    });
 }
 
 #[test]
@@ -185,7 +193,10 @@ fn new_encoder_per_stream_reuses_pooled_buffers() {
         let _priming = encoder.priming(b"i1.s7.0", None);
         encoder.message(Some(b"i1.s7.1"), &payload)
     });
-    assert_eq!(count, 0, "{count} allocations over {MEASURED_FRAMES} streams");
+    assert_eq!(
+        count, 0,
+        "{count} allocations over {MEASURED_FRAMES} streams"
+    );
 }
 
 #[test]
@@ -193,7 +204,9 @@ fn the_counter_counts() {
     // Guards the proof itself: a frame that is kept alive forces new buffers.
     let mut encoder = Encoder::new();
     let before = allocations();
-    let kept: Vec<Bytes> = (0..1000).map(|_| encoder.message(None, &[b'x'; 600])).collect();
+    let kept: Vec<Bytes> = (0..1000)
+        .map(|_| encoder.message(None, &[b'x'; 600]))
+        .collect();
     assert!(allocations() > before);
     assert_eq!(kept.len(), 1000);
 }

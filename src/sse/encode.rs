@@ -174,9 +174,14 @@ impl Encoder {
         self.oversized = self.buf.capacity() > MAX_POOLED_CAPACITY;
     }
 
+    #[inline]
     fn put_header(&mut self, event: &[u8], id: Option<&[u8]>) {
-        self.buf.extend_from_slice(b"event: ");
-        self.buf.extend_from_slice(field_value(event, false));
+        if event == b"message" {
+            self.buf.extend_from_slice(b"event: message");
+        } else {
+            self.buf.extend_from_slice(b"event: ");
+            self.buf.extend_from_slice(field_value(event, false));
+        }
         if let Some(id) = id {
             self.buf.extend_from_slice(b"\nid: ");
             self.buf.extend_from_slice(field_value(id, true));
@@ -201,12 +206,12 @@ fn header_len(event: &[u8], id: Option<&[u8]>) -> usize {
 }
 
 /// The part of a field value that can be sent: up to the first CR or LF (and NUL for ids).
+/// Names and ids are short: a plain loop beats a vectorized search's setup.
+#[inline]
 fn field_value(value: &[u8], is_id: bool) -> &[u8] {
-    let end = if is_id {
-        memchr::memchr3(b'\r', b'\n', 0, value)
-    } else {
-        memchr::memchr2(b'\r', b'\n', value)
-    };
+    let end = value
+        .iter()
+        .position(|&byte| byte == b'\r' || byte == b'\n' || (is_id && byte == 0));
     value.get(..end.unwrap_or(value.len())).unwrap_or_default()
 }
 
@@ -322,23 +327,44 @@ mod tests {
     fn message_frames() {
         let mut enc = Encoder::new();
         check(enc.message(None, b"{}"), "event: message\ndata: {}\n\n");
-        check(enc.message(Some(b"a.1.2"), b"x"), "event: message\nid: a.1.2\ndata: x\n\n");
+        check(
+            enc.message(Some(b"a.1.2"), b"x"),
+            "event: message\nid: a.1.2\ndata: x\n\n",
+        );
         check(enc.message(None, b""), "event: message\ndata: \n\n");
     }
 
     #[test]
     fn line_breaks_become_data_lines() {
         let mut enc = Encoder::new();
-        check(enc.message(None, b"a\nb"), "event: message\ndata: a\ndata: b\n\n");
-        check(enc.message(None, b"a\r\nb"), "event: message\ndata: a\ndata: b\n\n");
-        check(enc.message(None, b"a\rb"), "event: message\ndata: a\ndata: b\n\n");
-        check(enc.message(None, b"\n"), "event: message\ndata: \ndata: \n\n");
+        check(
+            enc.message(None, b"a\nb"),
+            "event: message\ndata: a\ndata: b\n\n",
+        );
+        check(
+            enc.message(None, b"a\r\nb"),
+            "event: message\ndata: a\ndata: b\n\n",
+        );
+        check(
+            enc.message(None, b"a\rb"),
+            "event: message\ndata: a\ndata: b\n\n",
+        );
+        check(
+            enc.message(None, b"\n"),
+            "event: message\ndata: \ndata: \n\n",
+        );
         check(
             enc.message(None, b"\r\r\n\n"),
             "event: message\ndata: \ndata: \ndata: \ndata: \n\n",
         );
-        check(enc.message(None, b"\n\r"), "event: message\ndata: \ndata: \ndata: \n\n");
-        check(enc.message(None, b"x\r"), "event: message\ndata: x\ndata: \n\n");
+        check(
+            enc.message(None, b"\n\r"),
+            "event: message\ndata: \ndata: \ndata: \n\n",
+        );
+        check(
+            enc.message(None, b"x\r"),
+            "event: message\ndata: x\ndata: \n\n",
+        );
     }
 
     #[test]
@@ -415,7 +441,10 @@ mod tests {
     fn priming_frames() {
         let mut enc = Encoder::new();
         check(enc.priming(b"i.s.0", None), "id: i.s.0\ndata: \n\n");
-        check(enc.priming(b"i.s.0", Some(3000)), "retry: 3000\nid: i.s.0\ndata: \n\n");
+        check(
+            enc.priming(b"i.s.0", Some(3000)),
+            "retry: 3000\nid: i.s.0\ndata: \n\n",
+        );
         check(enc.priming(b"x", Some(0)), "retry: 0\nid: x\ndata: \n\n");
         check(
             enc.priming(b"x", Some(u64::MAX)),
@@ -427,7 +456,10 @@ mod tests {
     fn comment_frames() {
         let mut enc = Encoder::new();
         check(enc.comment(b"keepalive"), ": keepalive\n\n");
-        check(enc.comment(b"bos/source-results/v1"), ": bos/source-results/v1\n\n");
+        check(
+            enc.comment(b"bos/source-results/v1"),
+            ": bos/source-results/v1\n\n",
+        );
         check(enc.comment(b"a\nb"), ": a\n: b\n\n");
     }
 
@@ -437,7 +469,10 @@ mod tests {
         let big = vec![b'x'; DEFAULT_BUF_CAPACITY * 3];
         let frame = enc.message(None, &big);
         assert_eq!(frame.len(), "event: message\ndata: \n\n".len() + big.len());
-        check(enc.message(None, b"after"), "event: message\ndata: after\n\n");
+        check(
+            enc.message(None, b"after"),
+            "event: message\ndata: after\n\n",
+        );
     }
 
     #[test]

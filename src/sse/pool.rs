@@ -98,7 +98,10 @@ mod tests {
         pool.put(buf);
         let again = pool.take(100);
         let allocation = start..start + DEFAULT_BUF_CAPACITY;
-        assert!(allocation.contains(&(again.as_ptr() as usize)), "the allocation was not reused");
+        assert!(
+            allocation.contains(&(again.as_ptr() as usize)),
+            "the allocation was not reused"
+        );
     }
 
     #[test]

@@ -121,11 +121,23 @@ pub fn check_stream(stream: &[u8], lengths: &[usize], max_frame: usize) {
     let whole = decode_buffered(&[stream], max_frame);
     assert_eq!(whole, reference, "one piece vs reference");
     let pieces = chunks(stream, lengths);
-    assert_eq!(decode_buffered(&pieces, max_frame), reference, "chunked vs reference");
-    assert_eq!(decode_stream(&pieces, max_frame), reference, "stream vs reference");
+    assert_eq!(
+        decode_buffered(&pieces, max_frame),
+        reference,
+        "chunked vs reference"
+    );
+    assert_eq!(
+        decode_stream(&pieces, max_frame),
+        reference,
+        "stream vs reference"
+    );
     let bytes: Vec<&[u8]> = stream.chunks(1).collect();
     if stream.len() <= 4096 {
-        assert_eq!(decode_buffered(&bytes, max_frame), reference, "byte by byte");
+        assert_eq!(
+            decode_buffered(&bytes, max_frame),
+            reference,
+            "byte by byte"
+        );
     }
 }
 
@@ -147,7 +159,11 @@ pub fn normalize_line_breaks(data: &[u8]) -> Vec<u8> {
 }
 
 fn without(bytes: &[u8], banned: &[u8]) -> Vec<u8> {
-    bytes.iter().copied().filter(|b| !banned.contains(b)).collect()
+    bytes
+        .iter()
+        .copied()
+        .filter(|b| !banned.contains(b))
+        .collect()
 }
 
 /// Frames encoded from structured events derived from `data` decode back to those events.
@@ -225,10 +241,25 @@ pub fn roundtrip(data: &[u8]) {
             retry,
         });
     }
-    let stream: Vec<u8> = frames.iter().flat_map(|frame| frame.iter().copied()).collect();
+    let stream: Vec<u8> = frames
+        .iter()
+        .flat_map(|frame| frame.iter().copied())
+        .collect();
     let expected: Outcome = (expected, None);
     let frame_chunks: Vec<&[u8]> = frames.iter().map(|frame| &frame[..]).collect();
-    assert_eq!(decode_buffered(&[&stream], DEFAULT_MAX_FRAME), expected, "one piece");
-    assert_eq!(decode_stream(&frame_chunks, DEFAULT_MAX_FRAME), expected, "frame by frame");
-    assert_eq!(naive::decode_all(&stream, DEFAULT_MAX_FRAME), expected, "reference");
+    assert_eq!(
+        decode_buffered(&[&stream], DEFAULT_MAX_FRAME),
+        expected,
+        "one piece"
+    );
+    assert_eq!(
+        decode_stream(&frame_chunks, DEFAULT_MAX_FRAME),
+        expected,
+        "frame by frame"
+    );
+    assert_eq!(
+        naive::decode_all(&stream, DEFAULT_MAX_FRAME),
+        expected,
+        "reference"
+    );
 }

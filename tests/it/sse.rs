@@ -136,7 +136,10 @@ proptest! {
 
 /// Frames the server sends: a priming frame, then messages whose payloads need every feature
 /// (multi-line data, CRLF, JSON), with comments between them.
-fn server_frames() -> (Vec<Bytes>, Vec<(Vec<u8>, Option<Vec<u8>>)>) {
+/// An event as the test compares it: data and id.
+type DataAndId = (Vec<u8>, Option<Vec<u8>>);
+
+fn server_frames() -> (Vec<Bytes>, Vec<DataAndId>) {
     let mut encoder = Encoder::new();
     let mut frames = vec![encoder.priming(b"i1.s1.0", Some(2500))];
     let mut expected = vec![(Vec::new(), Some(b"i1.s1.0".to_vec()))];
@@ -151,7 +154,10 @@ fn server_frames() -> (Vec<Bytes>, Vec<(Vec<u8>, Option<Vec<u8>>)>) {
         if n % 10 == 0 {
             frames.push(encoder.comment(b"keepalive"));
         }
-        expected.push((props::normalize_line_breaks(&payload), Some(id.into_bytes())));
+        expected.push((
+            props::normalize_line_breaks(&payload),
+            Some(id.into_bytes()),
+        ));
     }
     (frames, expected)
 }
@@ -171,7 +177,9 @@ async fn encoder_frames_decode_through_hyper_over_tcp() {
             let chunks = chunks.clone();
             async move {
                 let body = StreamBody::new(futures::stream::iter(
-                    chunks.into_iter().map(|chunk| Ok::<_, Infallible>(Frame::data(chunk))),
+                    chunks
+                        .into_iter()
+                        .map(|chunk| Ok::<_, Infallible>(Frame::data(chunk))),
                 ));
                 let response = hyper::Response::builder()
                     .header("content-type", "text/event-stream")
@@ -199,7 +207,7 @@ async fn encoder_frames_decode_through_hyper_over_tcp() {
 
     let events = EventStream::new(BodyDataStream::new(response.into_body()));
     let events: Vec<Event> = events.try_collect().await.unwrap();
-    let got: Vec<(Vec<u8>, Option<Vec<u8>>)> = events
+    let got: Vec<DataAndId> = events
         .iter()
         .map(|event| (event.data.to_vec(), event.id.as_ref().map(|id| id.to_vec())))
         .collect();
