@@ -180,8 +180,11 @@ pub struct Decoder {
     event: Option<Piece>,
     /// An `id` field seen in the current frame: the new last event ID buffer.
     id_pending: Option<Piece>,
-    /// The last event ID string (set at dispatch); `None` when empty.
-    last_event_id: Option<Bytes>,
+    /// The last event ID string (set at dispatch; empty = none). Kept as a copy so an event that
+    /// sets its own id can take the zero-copy slice without sharing it with the decoder.
+    last_event_id: Vec<u8>,
+    /// `last_event_id` as `Bytes`, for events that inherit it; made on first need.
+    shared_id: Option<Bytes>,
     /// The reconnection time from the last valid `retry` field.
     retry: Option<u64>,
 }
@@ -211,14 +214,15 @@ impl Decoder {
             scratch: BytesMut::new(),
             event: None,
             id_pending: None,
-            last_event_id: None,
+            last_event_id: Vec::new(),
+            shared_id: None,
             retry: None,
         }
     }
 
     /// The last event ID string: what a reconnecting client sends as `Last-Event-ID`.
-    pub fn last_event_id(&self) -> Option<&Bytes> {
-        self.last_event_id.as_ref()
+    pub fn last_event_id(&self) -> Option<&[u8]> {
+        (!self.last_event_id.is_empty()).then_some(&self.last_event_id[..])
     }
 
     /// The reconnection time (ms) from the last valid `retry` field.
@@ -278,14 +282,19 @@ impl Decoder {
             // "Lines must be separated by either a U+000D CARRIAGE RETURN U+000A LINE FEED (CRLF)
             // character pair, a single U+000A LINE FEED (LF) character, or a single U+000D
             // CARRIAGE RETURN (CR) character."
-            let Some(found) = rest
-                .get(scanned..)
-                .and_then(|tail| memchr::memchr2(b'\n', b'\r', tail))
-            else {
+            // A blank line (the end of every frame) is found without a search call.
+            let found = match rest.first() {
+                Some(b'\n' | b'\r') => Some(0),
+                _ => rest
+                    .get(scanned..)
+                    .and_then(|tail| memchr::memchr2(b'\n', b'\r', tail))
+                    .map(|found| scanned + found),
+            };
+            let Some(found) = found else {
                 break;
             };
             let line_start = pos;
-            let line_end = pos + scanned + found;
+            let line_end = pos + found;
             pos = line_end + 1;
             if bytes.get(line_end) == Some(&b'\r') {
                 match bytes.get(pos) {
@@ -333,7 +342,17 @@ impl Decoder {
         // "Otherwise, the string is not empty but does not contain a U+003A COLON character (:):
         // Process the field using the whole line as the field name, and the empty string as the
         // field value."
-        let (name, value_start) = match memchr::memchr(b':', line) {
+        // The fields sluice's peers send are recognized by prefix, without a search call.
+        let colon = if line.starts_with(b"data:") {
+            Some(4)
+        } else if line.starts_with(b"id:") {
+            Some(2)
+        } else if line.starts_with(b"event:") {
+            Some(5)
+        } else {
+            memchr::memchr(b':', line)
+        };
+        let (name, value_start) = match colon {
             Some(colon) => {
                 let after = colon + 1;
                 let skip = usize::from(line.get(after) == Some(&b' '));
@@ -375,10 +394,8 @@ impl Decoder {
             }
             // "If the field name is "id": If the field value does not contain U+0000 NULL, then
             // set the last event ID buffer to the field value. Otherwise, ignore the field."
-            b"id" => {
-                if memchr::memchr(0, value.as_slice(bytes)).is_none() {
-                    self.id_pending = Some(value);
-                }
+            b"id" if memchr::memchr(0, value.as_slice(bytes)).is_none() => {
+                self.id_pending = Some(value);
             }
             // "If the field name is "retry": If the field value consists of only ASCII digits,
             // then interpret the field value as an integer in base ten, and set the event
@@ -402,22 +419,37 @@ impl Decoder {
         // "Set the last event ID string of the event source to the value of the last event ID
         // buffer. The buffer does not get reset, so the last event ID string of the event source
         // remains set to this value until the next time it is set by the server."
-        if let Some(id) = self.id_pending.take() {
+        let own_id = self.id_pending.take().map(|id| {
             let id = id.into_bytes();
-            self.last_event_id = if id.is_empty() { None } else { Some(id) };
-        }
+            self.last_event_id.clear();
+            self.last_event_id.extend_from_slice(&id);
+            self.shared_id = None;
+            id
+        });
         let event = self.event.take();
         // "If the data buffer is an empty string, set the data buffer and the event type buffer
         // to the empty string and return."
         let data = match std::mem::take(&mut self.data) {
-            Data::Empty => return None,
+            Data::Empty => {
+                self.shared_id = own_id.filter(|id| !id.is_empty());
+                return None;
+            }
             Data::One(piece) => piece.into_bytes(),
             Data::Joined => self.scratch.split().freeze(),
+        };
+        let id = match own_id {
+            Some(id) => (!id.is_empty()).then_some(id),
+            None if self.last_event_id.is_empty() => None,
+            None => Some(
+                self.shared_id
+                    .get_or_insert_with(|| Bytes::copy_from_slice(&self.last_event_id))
+                    .clone(),
+            ),
         };
         Some(Event {
             event: event.map(Piece::into_bytes).unwrap_or_default(),
             data,
-            id: self.last_event_id.clone(),
+            id,
             retry: self.retry,
         })
     }
@@ -425,6 +457,16 @@ impl Decoder {
     /// Consumes the first `end` bytes of the input, first splitting every range piece off it
     /// as `Bytes` (in input order, so nothing is copied).
     fn resolve<I: Input>(&mut self, input: &mut I, end: usize) {
+        // Fast path: the data line is the only range (no new id, no unusual event name).
+        if let (Data::One(Piece::Range(start, stop)), None | Some(Piece::Bytes(_)), None) =
+            (&self.data, &self.event, &self.id_pending)
+        {
+            let (start, stop) = (*start, (*stop).max(*start));
+            input.skip(start);
+            self.data = Data::One(Piece::Bytes(input.take(stop - start)));
+            input.skip(end.saturating_sub(stop));
+            return;
+        }
         let mut ranges: [Option<&mut Piece>; 3] = [None, None, None];
         let mut n_ranges = 0;
         let candidates = [
@@ -695,15 +737,17 @@ mod tests {
         let mut buf = BytesMut::from(&b"event: message\nid: 1\ndata: {\"x\":1}\n\ndata: y\n\n"[..]);
         let range = buf.as_ptr() as usize..buf.as_ptr() as usize + buf.len();
         let mut decoder = Decoder::new();
-        for expected in [&b"{\"x\":1}"[..], b"y"] {
+        for (n, expected) in [&b"{\"x\":1}"[..], b"y"].into_iter().enumerate() {
             let event = decoder.decode(&mut buf).unwrap().unwrap();
             assert_eq!(event.data, expected);
+            let id = event.id.unwrap();
+            // The frame's own id is a slice of the input too; the inherited one is a copy.
+            assert_eq!(range.contains(&(id.as_ptr() as usize)), n == 0);
             let start = event.data.as_ptr() as usize;
             assert!(range.contains(&start), "data was copied");
             assert!(range.contains(&(start + event.data.len() - 1)));
         }
-        let id = decoder.last_event_id().unwrap();
-        assert!(range.contains(&(id.as_ptr() as usize)), "id was copied");
+        assert_eq!(decoder.last_event_id(), Some(&b"1"[..]));
     }
 
     #[test]

@@ -174,9 +174,14 @@ impl Encoder {
         self.oversized = self.buf.capacity() > MAX_POOLED_CAPACITY;
     }
 
+    #[inline]
     fn put_header(&mut self, event: &[u8], id: Option<&[u8]>) {
-        self.buf.extend_from_slice(b"event: ");
-        self.buf.extend_from_slice(field_value(event, false));
+        if event == b"message" {
+            self.buf.extend_from_slice(b"event: message");
+        } else {
+            self.buf.extend_from_slice(b"event: ");
+            self.buf.extend_from_slice(field_value(event, false));
+        }
         if let Some(id) = id {
             self.buf.extend_from_slice(b"\nid: ");
             self.buf.extend_from_slice(field_value(id, true));
@@ -201,12 +206,12 @@ fn header_len(event: &[u8], id: Option<&[u8]>) -> usize {
 }
 
 /// The part of a field value that can be sent: up to the first CR or LF (and NUL for ids).
+/// Names and ids are short: a plain loop beats a vectorized search's setup.
+#[inline]
 fn field_value(value: &[u8], is_id: bool) -> &[u8] {
-    let end = if is_id {
-        memchr::memchr3(b'\r', b'\n', 0, value)
-    } else {
-        memchr::memchr2(b'\r', b'\n', value)
-    };
+    let end = value
+        .iter()
+        .position(|&byte| byte == b'\r' || byte == b'\n' || (is_id && byte == 0));
     value.get(..end.unwrap_or(value.len())).unwrap_or_default()
 }
 

@@ -69,16 +69,10 @@ pub fn decode_all(input: &[u8], max_frame: usize) -> (Vec<Event>, Option<DecodeE
                 }
             },
             b"event" => event_type = value.to_vec(),
-            b"id" => {
-                if !value.contains(&0) {
-                    id_buffer = value.to_vec();
-                }
-            }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    if let Ok(ms) = std::str::from_utf8(value).unwrap_or("x").parse::<u64>() {
-                        retry = Some(ms);
-                    }
+            b"id" if !value.contains(&0) => id_buffer = value.to_vec(),
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                if let Ok(ms) = std::str::from_utf8(value).unwrap_or("x").parse::<u64>() {
+                    retry = Some(ms);
                 }
             }
             _ => {}
