@@ -752,7 +752,7 @@ async fn polling_close_sends_retry_then_ends_the_connection() {
     }
     assert_eq!(datas(&events), vec![&b"step-1"[..]]);
     assert_eq!(decoder.retry(), Some(2500), "retry came before the close");
-    let last = decoder.last_event_id().cloned().unwrap();
+    let last = decoder.last_event_id().map(<[u8]>::to_vec).unwrap();
     assert_eq!(&last[..], writer.last_event_id().unwrap().as_bytes());
     // The stream lives on: the work continues, the client polls back and gets the rest.
     writer.send(b"response").await.unwrap();
