@@ -501,6 +501,12 @@ fn workload_request(
     id: u64,
 ) -> Result<Request<Full<Bytes>>, String> {
     let mut builder = base_request();
+    // The baseline gets the same request headers as `ping` in a session (it ignores them).
+    let baseline_session = HeaderValue::from_static("AAAAAAAAAAAAAAAAAAAAAA");
+    let session = match workload {
+        Workload::Hyper => Some(&baseline_session),
+        _ => session,
+    };
     if let Some(session) = session {
         builder = builder
             .header("mcp-session-id", session.clone())
