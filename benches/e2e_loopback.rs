@@ -43,7 +43,8 @@ const STATELESS_VERSION: &str = "2026-07-28";
 /// Both media types (the handshake era requires both), SSE preferred so answers are SSE.
 const ACCEPT_SSE: &str = "application/json;q=0.5, text/event-stream";
 /// The baseline's answer: one `event: message` frame holding sluice's `ping` response.
-const BASELINE_BODY: &[u8] = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+const BASELINE_BODY: &[u8] =
+    b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
 /// The stateless-era `_meta` envelope every 2026-07-28 request carries.
 const STATELESS_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"}}"#;
 /// Thread names (and `/proc/self/task/*/comm` values) of the three runtimes.
@@ -77,9 +78,8 @@ struct Settings {
 impl Settings {
     /// The full run, with `E2E_*` overrides.
     fn from_env() -> Self {
-        let ms = |name: &str, default: u64| {
-            Duration::from_millis(env_parse(name).unwrap_or(default))
-        };
+        let ms =
+            |name: &str, default: u64| Duration::from_millis(env_parse(name).unwrap_or(default));
         Self {
             warmup: ms("E2E_WARMUP_MS", 300),
             duration: ms("E2E_DURATION_MS", 1500),
@@ -214,7 +214,9 @@ impl Workload {
             Workload::Hyper | Workload::Ping => {
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)
             }
-            Workload::ToolsList => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#),
+            Workload::ToolsList => {
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#)
+            }
             Workload::GetCustomer => format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_customer","arguments":{{"id":"c-100"}}}}}}"#
             ),
@@ -239,7 +241,9 @@ impl Workload {
                 r#""name":"place_order""#,
             ],
             Workload::GetCustomer => &[r#""name":"Ada Lovelace""#, r#""isError":false"#],
-            Workload::StatelessDiscover => &[r#""resultType":"complete""#, r#""supportedVersions""#],
+            Workload::StatelessDiscover => {
+                &[r#""resultType":"complete""#, r#""supportedVersions""#]
+            }
             Workload::StatelessToolsList => &[
                 r#""resultType":"complete""#,
                 r#""name":"get_customer""#,
@@ -425,7 +429,9 @@ async fn connect(addr: SocketAddr) -> Result<Sender, String> {
     let stream = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    stream.set_nodelay(true).map_err(|e| format!("nodelay: {e}"))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| format!("nodelay: {e}"))?;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| format!("handshake: {e}"))?;
@@ -565,7 +571,11 @@ async fn connection(
         let done = Instant::now();
         check_answer(workload, id, status, headers.get(CONTENT_TYPE), &body)?;
         if sample && id == 1 {
-            println!("--- {} answer:\n{}", workload.name(), String::from_utf8_lossy(&body));
+            println!(
+                "--- {} answer:\n{}",
+                workload.name(),
+                String::from_utf8_lossy(&body)
+            );
         }
         result.completed += 1;
         if done >= window.start && done < window.end {
@@ -636,9 +646,16 @@ fn run_cell(
         }
         let measured = settings.duration.min(after.at - before.at);
 
-        let mut latencies: Vec<u64> = results.iter().flat_map(|r| r.latencies.iter().copied()).collect();
+        let mut latencies: Vec<u64> = results
+            .iter()
+            .flat_map(|r| r.latencies.iter().copied())
+            .collect();
         let completed: u64 = results.iter().map(|r| r.completed).sum();
-        assert!(completed > 0, "{} × {conns}: no request completed", workload.name());
+        assert!(
+            completed > 0,
+            "{} × {conns}: no request completed",
+            workload.name()
+        );
         latencies.sort_unstable();
         let (server_cpu, client_cpu, other_cpu) = before.usage(&after);
         Cell {
