@@ -1,5 +1,16 @@
 //! e2e_loopback: the MCP path end to end over real loopback sockets, against a minimal hyper
-//! server answering the same SSE bytes in the same run (the practical limit).
+//! server in the same run (the practical limit) that reads the same request and answers the
+//! same headers and one `event: message` frame holding sluice's `ping` response.
+//!
+//! Workloads ([`Workload`]): the baseline; `ping`, `tools/list` and `tools/call get_customer`
+//! in a 2025-11-25 session (initialize and `notifications/initialized` once per connection,
+//! then `Mcp-Session-Id` and `MCP-Protocol-Version` on every request, SSE answers); and the
+//! stateless era (2026-07-28 `_meta` envelope and headers): `server/discover` (2026-07-28
+//! removed `ping`; this is its lightest request) and `tools/list`. Each cell (workload ×
+//! connections) runs a warm-up and a counted window; rounds repeat every cell and the table
+//! gives medians, the ratio of req/s to the baseline's at the same connection count, and the
+//! server's CPU time per request (from `/proc/self/task/*/schedstat`) against the baseline's,
+//! which is steadier than req/s on a shared machine.
 //!
 //! Shape: the servers (`sluice::serve` and the hyper baseline) run in one tokio runtime with ONE
 //! worker thread pinned to core 0; the load generator runs in another one-worker runtime pinned
