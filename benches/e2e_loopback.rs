@@ -68,16 +68,17 @@ const API_THREAD: &str = "e2e-api";
 /// What one invocation measures.
 #[derive(Debug, Clone)]
 struct Settings {
-    /// Time each cell runs before counting (`E2E_WARMUP_MS`, default 300).
+    /// Time each cell runs before counting (`E2E_WARMUP_MS`, default 250).
     warmup: Duration,
-    /// Time each cell counts (`E2E_DURATION_MS`, default 1500).
+    /// Time each cell counts (`E2E_DURATION_MS`, default 1250).
     duration: Duration,
     /// Rounds over every cell; medians are taken over rounds (`E2E_ROUNDS`, default 3).
     rounds: usize,
     /// Connection counts (`E2E_CONNS`, default `1,16,64`).
     conns: Vec<usize>,
     /// Workloads (`E2E_WORKLOADS`, default
-    /// `hyper,ping,tools_list,get_customer,sl_discover,sl_tools_list`; `sl_get_customer` too).
+    /// `hyper,hyper_cl,ping,tools_list,get_customer,sl_discover,sl_tools_list`; `sl_get_customer`
+    /// too).
     workloads: Vec<Workload>,
     /// Stop each connection after this many requests (`E2E_REQUESTS`; the smoke run uses 5).
     /// Fixed counts make callgrind runs comparable.
@@ -92,8 +93,8 @@ impl Settings {
         let ms =
             |name: &str, default: u64| Duration::from_millis(env_parse(name).unwrap_or(default));
         Self {
-            warmup: ms("E2E_WARMUP_MS", 300),
-            duration: ms("E2E_DURATION_MS", 1500),
+            warmup: ms("E2E_WARMUP_MS", 250),
+            duration: ms("E2E_DURATION_MS", 1250),
             rounds: env_parse("E2E_ROUNDS").unwrap_or(3).max(1),
             conns: env_list("E2E_CONNS", |s| s.parse().ok()).unwrap_or_else(|| vec![1, 16, 64]),
             workloads: env_list("E2E_WORKLOADS", Workload::from_name)
@@ -139,6 +140,9 @@ fn env_list<T>(name: &str, item: impl Fn(&str) -> Option<T>) -> Option<Vec<T>> {
 enum Workload {
     /// The baseline: a minimal hyper server answering the `ping` SSE bytes.
     Hyper,
+    /// The baseline answering with `Content-Length` instead of chunks: what sluice's choice to
+    /// stream inline SSE answers (no length) costs.
+    HyperCl,
     /// `ping` in a 2025-11-25 session, answered as SSE.
     Ping,
     /// `tools/list` of the demo catalog in a session, answered as SSE.
@@ -156,8 +160,9 @@ enum Workload {
 }
 
 impl Workload {
-    const ALL: [Workload; 7] = [
+    const ALL: [Workload; 8] = [
         Workload::Hyper,
+        Workload::HyperCl,
         Workload::Ping,
         Workload::ToolsList,
         Workload::GetCustomer,
@@ -166,8 +171,9 @@ impl Workload {
         Workload::StatelessGetCustomer,
     ];
     /// What a run measures unless `E2E_WORKLOADS` says otherwise.
-    const DEFAULT: [Workload; 6] = [
+    const DEFAULT: [Workload; 7] = [
         Workload::Hyper,
+        Workload::HyperCl,
         Workload::Ping,
         Workload::ToolsList,
         Workload::GetCustomer,
@@ -178,6 +184,7 @@ impl Workload {
     fn name(self) -> &'static str {
         match self {
             Workload::Hyper => "hyper",
+            Workload::HyperCl => "hyper_cl",
             Workload::Ping => "ping",
             Workload::ToolsList => "tools_list",
             Workload::GetCustomer => "get_customer",
@@ -189,6 +196,11 @@ impl Workload {
 
     fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    /// Whether the workload is served by the hyper baseline.
+    fn is_baseline(self) -> bool {
+        matches!(self, Workload::Hyper | Workload::HyperCl)
     }
 
     /// Whether the workload runs in a handshake-era session.
@@ -212,7 +224,7 @@ impl Workload {
     /// The JSON-RPC method.
     fn method(self) -> &'static str {
         match self {
-            Workload::Hyper | Workload::Ping => "ping",
+            Workload::Hyper | Workload::HyperCl | Workload::Ping => "ping",
             Workload::ToolsList | Workload::StatelessToolsList => "tools/list",
             Workload::GetCustomer | Workload::StatelessGetCustomer => "tools/call",
             Workload::StatelessDiscover => "server/discover",
@@ -222,7 +234,7 @@ impl Workload {
     /// The JSON-RPC request with id `id`.
     fn body(self, id: u64) -> String {
         match self {
-            Workload::Hyper | Workload::Ping => {
+            Workload::Hyper | Workload::HyperCl | Workload::Ping => {
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)
             }
             Workload::ToolsList => {
@@ -245,7 +257,7 @@ impl Workload {
     /// echoed id.
     fn expected(self) -> &'static [&'static str] {
         match self {
-            Workload::Hyper | Workload::Ping => &[r#""result":{}"#],
+            Workload::Hyper | Workload::HyperCl | Workload::Ping => &[r#""result":{}"#],
             Workload::ToolsList => &[
                 r#""name":"get_customer""#,
                 r#""name":"find_customers""#,
@@ -289,7 +301,7 @@ fn check_answer(
     if !text.contains("event: message\n") || !text.ends_with("\n\n") {
         return fail("no complete `event: message` frame");
     }
-    if workload != Workload::Hyper && !text.contains(&format!(r#""id":{id},"result":"#)) {
+    if !workload.is_baseline() && !text.contains(&format!(r#""id":{id},"result":"#)) {
         return fail("not a result for this request's id");
     }
     if let Some(missing) = workload.expected().iter().find(|n| !text.contains(*n)) {
@@ -320,6 +332,7 @@ fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -> Runtime {
 struct Addrs {
     sluice: SocketAddr,
     hyper: SocketAddr,
+    hyper_cl: SocketAddr,
 }
 
 /// Starts the demo API on `api_rt`, then sluice and the baseline on `server_rt`; dropping the
@@ -341,15 +354,19 @@ fn start_servers(server_rt: &Runtime, api_rt: &Runtime) -> (Addrs, oneshot::Send
     let catalog = Arc::new(Catalog::from_config(&config).expect("demo config is valid"));
     let serve_config = sluice::ServeConfig::from_catalog(catalog);
 
-    let (sluice_listener, hyper_listener) = server_rt.block_on(async {
+    let (sluice_listener, hyper_listener, hyper_cl_listener) = server_rt.block_on(async {
         (
             TcpListener::bind("127.0.0.1:0").await.expect("bind sluice"),
             TcpListener::bind("127.0.0.1:0").await.expect("bind hyper"),
+            TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind hyper_cl"),
         )
     });
     let addrs = Addrs {
         sluice: sluice_listener.local_addr().expect("sluice addr"),
         hyper: hyper_listener.local_addr().expect("hyper addr"),
+        hyper_cl: hyper_cl_listener.local_addr().expect("hyper_cl addr"),
     };
     // Spawned, not `block_on`: the accept loops must run on the pinned worker thread.
     let stop_sluice = stop.clone();
@@ -358,13 +375,39 @@ fn start_servers(server_rt: &Runtime, api_rt: &Runtime) -> (Addrs, oneshot::Send
             .await
             .expect("sluice serves");
     });
-    server_rt.spawn(serve_baseline(hyper_listener, stop));
+    server_rt.spawn(serve_baseline(
+        hyper_listener,
+        Framing::Chunked,
+        stop.clone(),
+    ));
+    server_rt.spawn(serve_baseline(hyper_cl_listener, Framing::Length, stop));
     (addrs, stop_tx)
 }
 
+/// How the baseline frames its answer on the wire.
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    /// A body of unknown length, so `Transfer-Encoding: chunked`, as sluice sends SSE answers.
+    Chunked,
+    /// `Content-Length`.
+    Length,
+}
+
+/// The baseline's body: one frame, with or without a known length (no allocation either way).
+type BaselineBody = http_body_util::Either<
+    Full<Bytes>,
+    http_body_util::StreamBody<
+        futures::stream::Once<std::future::Ready<Result<hyper::body::Frame<Bytes>, Infallible>>>,
+    >,
+>;
+
 /// The practical limit: hyper's HTTP/1.1 connection with `TCP_NODELAY`, reading the request
 /// body in full (as sluice must) and answering sluice's headers and one SSE frame.
-async fn serve_baseline(listener: TcpListener, stop: impl std::future::Future<Output = ()>) {
+async fn serve_baseline(
+    listener: TcpListener,
+    framing: Framing,
+    stop: impl std::future::Future<Output = ()>,
+) {
     tokio::pin!(stop);
     loop {
         let accepted = tokio::select! {
@@ -374,7 +417,7 @@ async fn serve_baseline(listener: TcpListener, stop: impl std::future::Future<Ou
         let Ok((stream, _)) = accepted else { continue };
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(baseline_answer);
+            let service = hyper::service::service_fn(move |req| baseline_answer(req, framing));
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
@@ -382,10 +425,20 @@ async fn serve_baseline(listener: TcpListener, stop: impl std::future::Future<Ou
     }
 }
 
-async fn baseline_answer(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn baseline_answer(
+    req: Request<Incoming>,
+    framing: Framing,
+) -> Result<Response<BaselineBody>, Infallible> {
     // Read the whole body, as a real handler would; its content is not looked at.
     let _ = req.into_body().collect().await;
-    let mut response = Response::new(Full::new(Bytes::from_static(BASELINE_BODY)));
+    let bytes = Bytes::from_static(BASELINE_BODY);
+    let body = match framing {
+        Framing::Length => http_body_util::Either::Left(Full::new(bytes)),
+        Framing::Chunked => http_body_util::Either::Right(http_body_util::StreamBody::new(
+            futures::stream::once(std::future::ready(Ok(hyper::body::Frame::data(bytes)))),
+        )),
+    };
+    let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -521,7 +574,7 @@ fn workload_request(
     // The baseline gets the same request headers as `ping` in a session (it ignores them).
     let baseline_session = HeaderValue::from_static("AAAAAAAAAAAAAAAAAAAAAA");
     let session = match workload {
-        Workload::Hyper => Some(&baseline_session),
+        Workload::Hyper | Workload::HyperCl => Some(&baseline_session),
         _ => session,
     };
     if let Some(session) = session {
@@ -890,6 +943,7 @@ fn main() {
         for (workload, conns, runs) in &mut cells {
             let addr = match workload {
                 Workload::Hyper => addrs.hyper,
+                Workload::HyperCl => addrs.hyper_cl,
                 _ => addrs.sluice,
             };
             let sample = settings.verbose && round == 0 && *conns == settings.conns[0];

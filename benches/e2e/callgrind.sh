@@ -13,7 +13,7 @@ n=${1:-200}
 shift || true
 workloads=("$@")
 if [ ${#workloads[@]} -eq 0 ]; then
-  workloads=(hyper ping tools_list get_customer sl_discover sl_tools_list)
+  workloads=(hyper hyper_cl ping tools_list get_customer sl_discover sl_tools_list)
 fi
 target=${CARGO_TARGET_DIR:-target}
 bin=$(ls -t "$target"/release/deps/e2e_loopback-* | grep -v '\.d$' | head -1)
