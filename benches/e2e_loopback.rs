@@ -58,6 +58,8 @@ const BASELINE_BODY: &[u8] =
     b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
 /// The stateless-era `_meta` envelope every 2026-07-28 request carries.
 const STATELESS_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"}}"#;
+/// How long past its window a cell may take before the bench calls it a hang and panics.
+const HANG_LIMIT: Duration = Duration::from_secs(10);
 /// Thread names (and `/proc/self/task/*/comm` values) of the three runtimes.
 const SERVER_THREAD: &str = "e2e-server";
 const CLIENT_THREAD: &str = "e2e-client";
@@ -690,7 +692,12 @@ fn run_cell(
                 ))
             })
             .collect();
-        ready.wait().await;
+        if tokio::time::timeout(HANG_LIMIT, ready.wait())
+            .await
+            .is_err()
+        {
+            panic!("{} × {conns}: connection set-up hangs", workload.name());
+        }
         let now = Instant::now();
         let window = Window {
             start: now + settings.warmup,
@@ -707,7 +714,10 @@ fn run_cell(
         let (after, outcomes) = tokio::select! {
             () = tokio::time::sleep_until(window.end.into()) => {
                 let after = CpuSample::take();
-                (after, joined.await)
+                let outcomes = tokio::time::timeout(HANG_LIMIT, joined)
+                    .await
+                    .unwrap_or_else(|_| panic!("{} × {conns}: requests hang", workload.name()));
+                (after, outcomes)
             }
             outcomes = &mut joined => (CpuSample::take(), outcomes),
         };
