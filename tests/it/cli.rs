@@ -65,3 +65,22 @@ fn serve_refuses_an_invalid_file_with_the_same_report() {
     assert!(stderr.contains("is invalid"), "{stderr}");
     assert!(stderr.contains("tenant '"), "{stderr}");
 }
+
+#[test]
+fn the_readme_configuration_example_is_valid() {
+    let readme =
+        std::fs::read_to_string(format!("{}/README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let example = readme
+        .split("### Configuration at a glance")
+        .nth(1)
+        .and_then(|rest| rest.split("```toml").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("README has the configuration example");
+    let config = sluice::catalog::load::parse(example, "README.md").expect("it parses");
+    let catalog = sluice::catalog::Catalog::from_config(&config);
+    assert!(
+        catalog.is_ok(),
+        "{:?}",
+        catalog.err().map(|r| r.to_string())
+    );
+}
