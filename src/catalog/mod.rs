@@ -40,6 +40,9 @@ pub struct ChangeSet {
     pub version: u64,
     /// Clients whose `tools/list` differs (appeared, disappeared, or changed), sorted.
     pub changed: Vec<ClientKey>,
+    /// Clients whose exposed toolset prompts differ (`prompts/list`, `resources/list` and the
+    /// texts behind them), sorted.
+    pub prompts_changed: Vec<ClientKey>,
 }
 
 /// What a successful reload did.
@@ -122,12 +125,14 @@ impl Catalog {
         let old = self.current();
         let new = Arc::new(Snapshot::build(config, old.version() + 1, Some(&old))?);
         let changed = old.changed_clients(&new);
+        let prompts_changed = old.changed_prompt_clients(&new);
         let version = new.version();
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
         // Nobody listening is fine: no live streams to notify.
         let _ = self.changes.send(Arc::new(ChangeSet {
             version,
             changed: changed.clone(),
+            prompts_changed,
         }));
         Ok(ReloadOutcome { version, changed })
     }

@@ -70,6 +70,9 @@ pub struct ClientView {
     /// Bytes of the listing array `[e1,e2,…]`.
     list_len: usize,
     fingerprint: u64,
+    /// Hash of the exposed toolset prompts (ids, descriptions, texts): what `prompts/list`,
+    /// `resources/list` and their reads return.
+    prompts_fingerprint: u64,
     needs_discovery: bool,
     log_list_payloads: bool,
 }
@@ -124,6 +127,12 @@ impl ClientView {
     /// A hash of the listing bytes: it changes exactly when what `tools/list` returns changes.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
+    }
+
+    /// A hash of the exposed toolset prompts: it changes when `prompts/list`, `resources/list` or
+    /// the prompt texts they expose change.
+    pub fn prompts_fingerprint(&self) -> u64 {
+        self.prompts_fingerprint
     }
 
     /// The pre-serialized `tools/list` entries in listing order (for paging).
@@ -360,22 +369,44 @@ impl Snapshot {
             .map(|c| (&**c, c.fingerprint))
     }
 
-    /// The (tenant, client) pairs whose listing differs between `self` and `newer`, including
-    /// clients that appear or disappear; sorted.
+    /// The (tenant, client) pairs whose tool listing differs between `self` and `newer`,
+    /// including clients that appear or disappear; sorted.
     pub fn changed_clients(&self, newer: &Snapshot) -> Vec<ClientKey> {
+        self.changed_by(newer, ClientView::fingerprint)
+    }
+
+    /// The (tenant, client) pairs whose exposed prompts (and so prompt resources) differ between
+    /// `self` and `newer`, including clients that appear or disappear; sorted.
+    pub fn changed_prompt_clients(&self, newer: &Snapshot) -> Vec<ClientKey> {
+        self.changed_by(newer, ClientView::prompts_fingerprint)
+    }
+
+    fn changed_by(&self, newer: &Snapshot, fingerprint: fn(&ClientView) -> u64) -> Vec<ClientKey> {
         let key = |c: &ClientView| ClientKey {
             tenant: c.tenant.clone(),
             client: c.client.clone(),
         };
-        let mut changed: Vec<ClientKey> = newer
-            .fingerprints()
-            .filter(|(c, fp)| self.fingerprint(&c.tenant, &c.client) != Some(*fp))
-            .map(|(c, _)| key(c))
+        let clients = |snapshot: &Snapshot| -> Vec<Arc<ClientView>> {
+            snapshot
+                .tenants
+                .values()
+                .flat_map(|t| t.clients.values().cloned())
+                .collect()
+        };
+        let mut changed: Vec<ClientKey> = clients(newer)
+            .iter()
+            .filter(|c| {
+                self.client(&c.tenant, &c.client)
+                    .map(|old| fingerprint(old))
+                    != Some(fingerprint(c))
+            })
+            .map(|c| key(c))
             .collect();
         changed.extend(
-            self.fingerprints()
-                .filter(|(c, _)| newer.client(&c.tenant, &c.client).is_none())
-                .map(|(c, _)| key(c)),
+            clients(self)
+                .iter()
+                .filter(|c| newer.client(&c.tenant, &c.client).is_none())
+                .map(|c| key(c)),
         );
         changed.sort();
         changed
@@ -423,6 +454,22 @@ fn client_view(
     let mut first8 = [0u8; 8];
     first8.copy_from_slice(&digest[..8]);
 
+    let mut hasher = Sha256::new();
+    for toolset in toolsets.iter().filter(|t| t.n_visible_tools > 0) {
+        if let Some(prompt) = &toolset.prompt {
+            for part in [
+                &*toolset.id,
+                toolset.description.as_deref().unwrap_or(""),
+                prompt,
+            ] {
+                hasher.update((part.len() as u64).to_be_bytes());
+                hasher.update(part.as_bytes());
+            }
+        }
+    }
+    let mut prompts8 = [0u8; 8];
+    prompts8.copy_from_slice(&hasher.finalize()[..8]);
+
     ClientView {
         tenant: tenant.clone(),
         client: app.id.as_str().into(),
@@ -433,6 +480,7 @@ fn client_view(
         list_entries,
         list_len,
         fingerprint: u64::from_be_bytes(first8),
+        prompts_fingerprint: u64::from_be_bytes(prompts8),
         needs_discovery,
         log_list_payloads,
     }

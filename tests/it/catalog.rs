@@ -678,24 +678,33 @@ async fn change_signal_names_only_clients_whose_listing_changed() {
         tenant: t.into(),
         client: c.into(),
     };
-    let cases: [(&str, &str, Vec<ClientKey>); 6] = [
+    // (what changes, the text replaced, clients whose tools/list changed, clients whose exposed
+    // prompts changed).
+    let cases: [(&str, &str, Vec<ClientKey>, Vec<ClientKey>); 6] = [
         (
             "description of a tool in s2",
             "\"D2\"",
             vec![key("t", "c2"), key("t", "c3")],
+            vec![],
         ),
-        ("a prompt only", "\"P1\"", vec![]),
-        ("the other tenant", "\"DU\"", vec![key("u", "c1")]),
-        ("an unpublished tool", "\"http://h/3\"", vec![]),
+        (
+            "a prompt only",
+            "\"P1\"",
+            vec![],
+            vec![key("t", "c1"), key("t", "c3")],
+        ),
+        ("the other tenant", "\"DU\"", vec![key("u", "c1")], vec![]),
+        ("an unpublished tool", "\"http://h/3\"", vec![], vec![]),
         (
             "a tool in s1",
             "\"D1\"",
             vec![key("t", "c1"), key("t", "c3")],
+            vec![],
         ),
-        ("nothing", "\"no such text\"", vec![]),
+        ("nothing", "\"no such text\"", vec![], vec![]),
     ];
     let mut text = SIGNAL_BASE.to_owned();
-    for (n, (what, needle, expected)) in cases.into_iter().enumerate() {
+    for (n, (what, needle, expected, expected_prompts)) in cases.into_iter().enumerate() {
         text = text.replace(needle, &format!("{}-x\"", needle.trim_end_matches('"')));
         file.write(&text);
         let before = catalog.current();
@@ -704,6 +713,7 @@ async fn change_signal_names_only_clients_whose_listing_changed() {
         let change = changes.recv().await.unwrap();
         assert_eq!(change.version, n as u64 + 2);
         assert_eq!(change.changed, expected, "{what}");
+        assert_eq!(change.prompts_changed, expected_prompts, "{what}");
         let after = catalog.current();
         for (t, c) in [("t", "c1"), ("t", "c2"), ("t", "c3"), ("u", "c1")] {
             let moved = before.fingerprint(t, c) != after.fingerprint(t, c);
