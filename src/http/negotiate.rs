@@ -55,7 +55,25 @@ impl Accept {
     }
 
     /// Parses a list of `Accept` header values (one per header line).
+    ///
+    /// A single value that is one of the few strings MCP clients actually send (see
+    /// [`COMMON_VALUES`]) is answered from a table; anything else goes through the general parser.
     pub fn parse<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let mut values = values.into_iter();
+        let Some(first) = values.next() else {
+            return Self::parse_general(None);
+        };
+        let Some(second) = values.next() else {
+            return match common_value(first) {
+                Some(accept) => accept,
+                None => Self::parse_general(Some(first)),
+            };
+        };
+        Self::parse_general([first, second].into_iter().chain(values))
+    }
+
+    /// The general RFC 9110 parser (no table lookup).
+    fn parse_general<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Self {
         let mut accept = Accept {
             present: false,
             json: Match::default(),
@@ -174,6 +192,56 @@ impl Accept {
             None
         }
     }
+}
+
+/// The full-quality match of an exact `type/subtype` range.
+const EXACT: Match = Match {
+    specificity: 3,
+    q: 1000,
+};
+/// No range matched.
+const NONE: Match = Match {
+    specificity: 0,
+    q: 0,
+};
+
+/// `Accept` values common enough to deserve a table entry, with what the general parser makes
+/// of them (a unit test checks each against it). Compared case-insensitively, whole value only.
+const COMMON_VALUES: [(&[u8], Match, Match); 8] = [
+    (b"application/json, text/event-stream", EXACT, EXACT),
+    (b"application/json,text/event-stream", EXACT, EXACT),
+    (b"text/event-stream, application/json", EXACT, EXACT),
+    (b"text/event-stream,application/json", EXACT, EXACT),
+    (b"text/event-stream", NONE, EXACT),
+    (b"application/json", EXACT, NONE),
+    (
+        b"application/json;q=0.5, text/event-stream",
+        Match {
+            specificity: 3,
+            q: 500,
+        },
+        EXACT,
+    ),
+    (
+        b"application/json; q=0.5, text/event-stream",
+        Match {
+            specificity: 3,
+            q: 500,
+        },
+        EXACT,
+    ),
+];
+
+/// The table answer for a single `Accept` value, if it is one of [`COMMON_VALUES`].
+fn common_value(value: &[u8]) -> Option<Accept> {
+    COMMON_VALUES
+        .iter()
+        .find(|(text, _, _)| text.len() == value.len() && text.eq_ignore_ascii_case(value))
+        .map(|&(_, json, sse)| Accept {
+            present: true,
+            json,
+            sse,
+        })
 }
 
 /// Whether a `Content-Type` value names `application/json`, whatever its parameters and case
@@ -317,6 +385,21 @@ mod tests {
     }
 
     use MediaKind::{EventStream as S, Json as J};
+
+    #[test]
+    fn common_values_agree_with_the_general_parser() {
+        for (text, _, _) in COMMON_VALUES {
+            let upper = text.to_ascii_uppercase();
+            for value in [text, &upper[..]] {
+                let fast = common_value(value);
+                assert!(fast.is_some(), "{value:?}");
+                assert_eq!(fast, Some(Accept::parse_general([value])), "{value:?}");
+                assert_eq!(Accept::parse([value]), Accept::parse_general([value]));
+            }
+        }
+        assert_eq!(common_value(b"text/event-stream "), None);
+        assert_eq!(common_value(b"*/*"), None);
+    }
 
     #[test]
     fn accept_table() {

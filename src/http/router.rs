@@ -179,9 +179,14 @@ fn mcp_methods<'a>(method: &Method, route: Route<'a>) -> Result<Route<'a>, Route
 
 /// Percent-decodes one segment and checks it against `[A-Za-z0-9._-]{1,max_len}`.
 fn decode_id(segment: &str, max_len: usize) -> Result<Cow<'_, str>, RouteError> {
-    let decoded = percent_decode_str(segment)
-        .decode_utf8()
-        .map_err(|_| RouteError::NotFound)?;
+    // The common case, no escape at all: validate the segment as it is.
+    let decoded = if memchr::memchr(b'%', segment.as_bytes()).is_none() {
+        Cow::Borrowed(segment)
+    } else {
+        percent_decode_str(segment)
+            .decode_utf8()
+            .map_err(|_| RouteError::NotFound)?
+    };
     let valid = !decoded.is_empty()
         && decoded.len() <= max_len
         && decoded

@@ -125,11 +125,38 @@ impl std::fmt::Display for ExecutionId {
     }
 }
 
+/// A call's execution id, minted on first use: most requests (`ping`, listings) never reach a
+/// downstream and so never pay for the random bits. Once minted it stays the same.
+#[derive(Debug, Clone, Default)]
+pub struct LazyExecutionId(std::sync::OnceLock<ExecutionId>);
+
+impl LazyExecutionId {
+    /// The id, minting it now if this is the first use.
+    pub fn get(&self) -> ExecutionId {
+        *self.0.get_or_init(ExecutionId::generate)
+    }
+
+    /// Whether the id was minted already (tests).
+    pub fn is_minted(&self) -> bool {
+        self.0.get().is_some()
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        self.0.get_or_init(ExecutionId::generate).as_str()
+    }
+
+    /// The id as a header value.
+    pub fn header_value(&self) -> HeaderValue {
+        self.get().header_value()
+    }
+}
+
 /// The correlation facts of one call.
 #[derive(Debug, Clone)]
 pub struct CallContext {
-    /// Minted by the runtime for this call.
-    pub execution_id: ExecutionId,
+    /// Minted by the runtime for this call (on first use).
+    pub execution_id: LazyExecutionId,
     /// The client's accepted `X-Correlation-Id`, if any.
     pub external_correlation_id: Option<ExternalCorrelationId>,
 }
@@ -138,7 +165,7 @@ impl CallContext {
     /// A context with a fresh execution id and the given external id.
     pub fn new(external_correlation_id: Option<ExternalCorrelationId>) -> Self {
         Self {
-            execution_id: ExecutionId::generate(),
+            execution_id: LazyExecutionId::default(),
             external_correlation_id,
         }
     }
@@ -269,6 +296,17 @@ mod tests {
         assert!(matches!(&s[19..20], "8" | "9" | "a" | "b"), "{s}");
         assert!(s.bytes().all(|c| c == b'-' || c.is_ascii_hexdigit()));
         assert_eq!(s.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn execution_id_is_minted_once_on_first_use() {
+        let ctx = CallContext::new(None);
+        assert!(!ctx.execution_id.is_minted());
+        let first = ctx.execution_id.get();
+        assert!(ctx.execution_id.is_minted());
+        assert_eq!(ctx.execution_id.get(), first);
+        assert_eq!(ctx.execution_id.as_str(), first.as_str());
+        assert_ne!(CallContext::new(None).execution_id.get(), first);
     }
 
     #[test]

@@ -54,6 +54,28 @@ pub fn meta_protocol_version<'a>(params: Option<&Payload<'a>>) -> Option<&'a str
 
 /// Validates the stateless-era `_meta` of a request.
 pub fn stateless_meta(params: Option<&Payload<'_>>) -> Result<MetaInfo, McpError> {
+    let (version, meta, capabilities) = checked_meta(params)?;
+    let member = |key: &str| meta.get(key).filter(|v| !v.is_null());
+    Ok(MetaInfo {
+        version,
+        client_info: member(META_CLIENT_INFO).map(raw),
+        client_capabilities: raw(capabilities),
+        source_results: is_opted_in(capabilities, SOURCE_RESULTS_EXTENSION),
+    })
+}
+
+/// Applies exactly the rules of [`stateless_meta`] and returns the version, without copying
+/// `clientInfo` and `clientCapabilities` out of the request (the transport's per-request check
+/// needs only the verdict).
+pub fn validate_stateless_meta(params: Option<&Payload<'_>>) -> Result<&'static str, McpError> {
+    checked_meta(params).map(|(version, _, _)| version)
+}
+
+/// The shared rules: the version, the `_meta` object and its `clientCapabilities` object.
+#[allow(clippy::type_complexity)]
+fn checked_meta<'p, 'a>(
+    params: Option<&'p Payload<'a>>,
+) -> Result<(&'static str, Value<'p, 'a>, Value<'p, 'a>), McpError> {
     let meta = meta(params);
     let member = |key: &str| meta.and_then(|m| m.get(key)).filter(|v| !v.is_null());
 
@@ -76,13 +98,11 @@ pub fn stateless_meta(params: Option<&Payload<'_>>) -> Result<MetaInfo, McpError
         .ok_or_else(|| McpError::UnsupportedVersion {
             requested: version.to_owned(),
         })?;
-
-    Ok(MetaInfo {
-        version,
-        client_info: member(META_CLIENT_INFO).map(raw),
-        client_capabilities: raw(capabilities),
-        source_results: is_opted_in(capabilities, SOURCE_RESULTS_EXTENSION),
-    })
+    match meta {
+        Some(meta) => Ok((version, meta, capabilities)),
+        // `capabilities` was found inside `meta`, so this cannot happen.
+        None => Err(McpError::MissingMeta(META_PROTOCOL_VERSION)),
+    }
 }
 
 /// Whether `_meta["io.modelcontextprotocol/clientCapabilities"].experimental[name]` is an
@@ -137,6 +157,10 @@ mod tests {
 
     /// Checks `stateless_meta` of `params`: `Ok(version, source_results)` or the error code.
     fn check(params: &str, expected: Result<(&str, bool), i32>) {
+        let verdict = with_params(params, |p| {
+            validate_stateless_meta(p).map_err(|e| e.code().0)
+        });
+        assert_eq!(verdict, expected.map(|(v, _)| v), "{params}");
         let got = with_params(params, |p| {
             stateless_meta(p)
                 .map(|m| (m.version, m.source_results))

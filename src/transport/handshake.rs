@@ -16,6 +16,9 @@
 //! 405 when SSE or sessions are off, 400/404 for the session as above). DELETE → 204, then 404.
 //! Must not implement MCP methods.
 
+use std::future::Future;
+use std::task::Poll;
+
 use bytes::{Bytes, BytesMut};
 use futures_util::future::Abortable;
 use http::request::Parts;
@@ -108,9 +111,20 @@ pub async fn post(
                 let outcome = dispatch.await;
                 return initialized_or_plain(transport, owner, id, framing, outcome).await;
             };
-            // In flight until it completes: `notifications/cancelled` aborts it here.
-            let (_registration, abort) = transport.inflight.register(bound.id, id.to_owned_id());
-            match Abortable::new(dispatch, abort).await {
+            // One poll first: a dispatch that completes at once (`ping`, cached listings) can
+            // never be cancelled, so it skips the in-flight map.
+            let mut dispatch = std::pin::pin!(dispatch);
+            let first = std::future::poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await;
+            let completed = match first {
+                Poll::Ready(outcome) => Ok(outcome),
+                Poll::Pending => {
+                    // In flight until it completes: `notifications/cancelled` aborts it here.
+                    let (_registration, abort) =
+                        transport.inflight.register(bound.id, id.to_owned_id());
+                    Abortable::new(dispatch, abort).await
+                }
+            };
+            match completed {
                 Ok(outcome) => {
                     let size = outcome
                         .as_ref()
@@ -233,31 +247,18 @@ fn session_answer(
             write,
         );
     }
-    let Ok(writer) = transport.streams.open_inline(bound.id, owner) else {
-        // The session closed meanwhile: answer without retention.
-        return reply::inline(
-            StatusCode::OK,
-            framing,
-            SmallVec::new(),
-            None,
-            size_hint,
-            write,
-        );
-    };
-    let mut frames: SmallVec<[Bytes; INLINE_FRAMES]> = SmallVec::new();
-    if wants_priming(bound.info.version) {
-        frames.extend(writer.push_priming(None).ok());
-    }
     let mut message = BytesMut::with_capacity(size_hint + 64);
     write(&mut message);
-    match writer.push(&message) {
-        Ok(frame) => frames.push(frame),
-        Err(_) => {
-            let mut encoder = crate::sse::Encoder::new();
-            frames.push(encoder.message(None, &message));
-        }
-    }
-    writer.finish();
+    // Registered, retained for resumption and ended in one step: the answer is complete.
+    let (priming, frame) = transport.streams.inline_answer(
+        bound.id,
+        owner,
+        wants_priming(bound.info.version),
+        &message,
+    );
+    let mut frames: SmallVec<[Bytes; INLINE_FRAMES]> = SmallVec::new();
+    frames.extend(priming);
+    frames.push(frame);
     response::event_stream(Body::frames(frames))
 }
 

@@ -129,7 +129,7 @@ fn validate<'a>(
     .and_then(|()| headers::expect_header(headers, &MCP_METHOD, "Mcp-Method", method))
     .map_err(|err| header_error(err, id))?;
     // Required `_meta` keys (-32602) and the version (-32022), as the MCP layer defines them.
-    mcp::meta::stateless_meta(params)
+    mcp::meta::validate_stateless_meta(params)
         .map_err(|err| mcp_error(StatusCode::BAD_REQUEST, &err, id))?;
     // "Mcp-Name: params.name (tools/call, prompts/get) or params.uri (resources/read)".
     if let Some(name) = mcp::meta::routing_name(method, params) {

@@ -467,7 +467,44 @@ struct Inner {
     sessions: Box<[Mutex<SessionMap>]>,
 }
 
-type StreamMap = HashMap<u64, Arc<Stream>>;
+type StreamMap = HashMap<u64, Arc<Stream>, StreamIdHashBuilder>;
+
+/// A `BuildHasher` for maps keyed by stream id: ids are server-minted counters (nobody can
+/// choose them), so a multiply-and-fold mix is enough; SipHash would cost ~10× more.
+#[derive(Clone, Copy, Debug, Default)]
+struct StreamIdHashBuilder;
+
+/// The hasher behind [`StreamIdHashBuilder`].
+#[derive(Clone, Copy, Debug, Default)]
+struct StreamIdHasher(u64);
+
+impl std::hash::Hasher for StreamIdHasher {
+    fn finish(&self) -> u64 {
+        // Ids within one shard differ by multiples of the shard count: mix the high bits of
+        // the product down so the low (bucket) and high (tag) bits both vary.
+        let mixed = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        mixed ^ (mixed >> 32)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only reached by keys other than `u64`; fold the bytes so it stays correct.
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+impl std::hash::BuildHasher for StreamIdHashBuilder {
+    type Hasher = StreamIdHasher;
+
+    fn build_hasher(&self) -> StreamIdHasher {
+        StreamIdHasher(0)
+    }
+}
 type SessionMap = HashMap<SessionId, SessionStreams, IdHashBuilder>;
 
 /// The streams one session holds here.
@@ -550,7 +587,9 @@ impl StreamRegistry {
                 instance: instance.into_boxed_str(),
                 config,
                 next_stream: AtomicU64::new(1),
-                streams: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+                streams: (0..SHARDS)
+                    .map(|_| Mutex::new(StreamMap::default()))
+                    .collect(),
                 sessions: (0..SHARDS)
                     .map(|_| Mutex::new(HashMap::with_hasher(IdHashBuilder)))
                     .collect(),
@@ -593,6 +632,54 @@ impl StreamRegistry {
         owner: Owner<'_>,
     ) -> Result<StreamWriter, StreamError> {
         self.register(Some(session), owner, StreamKind::Post, None)
+    }
+
+    /// Registers a complete `Post` answer in one step: the optional priming event and the
+    /// message get their ids, the message is retained for resumption, and the stream is ended
+    /// at once — the same state as [`StreamRegistry::open_inline`] followed by
+    /// [`StreamWriter::push_priming`]`(None)`, [`StreamWriter::push`] and
+    /// [`StreamWriter::finish`], without the writer's per-frame locking. Returns the priming
+    /// frame (when asked for) and the message frame.
+    pub fn inline_answer(
+        &self,
+        session: SessionId,
+        owner: Owner<'_>,
+        priming: bool,
+        message: &[u8],
+    ) -> (Option<Bytes>, Bytes) {
+        let now = Instant::now();
+        let id = self.inner.next_stream.fetch_add(1, Ordering::Relaxed);
+        let instance = &self.inner.instance;
+        let mut log = Log::default();
+        let primed = priming.then(|| {
+            log.seq += 1;
+            let event = EventId::new(instance, id, log.seq);
+            with_encoder(|encoder| encoder.priming(event.as_bytes(), None))
+        });
+        log.seq += 1;
+        let seq = log.seq;
+        let event = EventId::new(instance, id, seq);
+        let frame = with_encoder(|encoder| encoder.message(Some(event.as_bytes()), message));
+        self.inner.retain(&mut log, seq, frame.clone());
+        let stream = Arc::new(Stream {
+            id,
+            session: Some(session),
+            owner: OwnerKey::new(owner),
+            kind: StreamKind::Post,
+            state: Mutex::new(State {
+                log,
+                live: None,
+                last_frame: now,
+                idle_since: Some(now),
+                ended: true,
+                closed: false,
+            }),
+            changed: Notify::new(),
+        });
+        // A `Post` never conflicts.
+        let _ = self.attach(session, &stream);
+        self.inner.stream_shard(id).insert(id, stream);
+        (primed, frame)
     }
 
     /// A handle on the session's standalone stream (`Get`, else `Legacy`) while it is live:
@@ -913,44 +1000,7 @@ impl StreamRegistry {
             changed: Notify::new(),
         });
         if let Some(session) = session {
-            let mut evicted: SmallVec<[Arc<Stream>; 2]> = SmallVec::new();
-            {
-                let mut sessions = self.inner.session_shard(&session);
-                let entry = sessions.entry(session).or_default();
-                match stream.kind {
-                    StreamKind::Get => {
-                        if let Some(current) = &entry.get {
-                            let mut state = current.lock();
-                            if !state.ended && current.is_live(&mut state) {
-                                return Err(StreamError::Conflict);
-                            }
-                        }
-                        // The previous one stays resumable (in `streams`) until swept.
-                        entry.get = Some(stream.clone());
-                    }
-                    StreamKind::Legacy => entry.legacy = Some(stream.clone()),
-                    StreamKind::Post => {
-                        while entry.posts.len() >= MAX_POSTS_PER_SESSION {
-                            let oldest_finished =
-                                entry.posts.iter().position(|post| post.lock().ended);
-                            // All still running: the oldest goes anyway (it keeps writing to its
-                            // connection, but is no longer resumable).
-                            let index = oldest_finished.unwrap_or(0);
-                            evicted.push(entry.posts.remove(index));
-                        }
-                        entry.posts.push(stream.clone());
-                    }
-                    StreamKind::Listen { .. } => {}
-                }
-            }
-            for old in evicted {
-                let mut state = old.lock();
-                if state.ended {
-                    self.inner.close_locked(&old, &mut state);
-                }
-                drop(state);
-                self.inner.stream_shard(old.id).remove(&old.id);
-            }
+            self.attach(session, &stream)?;
         }
         self.inner.stream_shard(id).insert(id, stream.clone());
         Ok(StreamWriter {
@@ -958,6 +1008,50 @@ impl StreamRegistry {
             registry: self.inner.clone(),
             finish_on_drop,
         })
+    }
+
+    /// Records `stream` among its session's streams, evicting the oldest `Post` streams beyond
+    /// [`MAX_POSTS_PER_SESSION`]. A `Get` while the session's current one is live is a
+    /// [`StreamError::Conflict`] (checked under the same lock); other kinds never fail.
+    fn attach(&self, session: SessionId, stream: &Arc<Stream>) -> Result<(), StreamError> {
+        let mut evicted: SmallVec<[Arc<Stream>; 2]> = SmallVec::new();
+        {
+            let mut sessions = self.inner.session_shard(&session);
+            let entry = sessions.entry(session).or_default();
+            match stream.kind {
+                StreamKind::Get => {
+                    if let Some(current) = &entry.get {
+                        let mut state = current.lock();
+                        if !state.ended && current.is_live(&mut state) {
+                            return Err(StreamError::Conflict);
+                        }
+                    }
+                    // The previous one stays resumable (in `streams`) until swept.
+                    entry.get = Some(stream.clone());
+                }
+                StreamKind::Legacy => entry.legacy = Some(stream.clone()),
+                StreamKind::Post => {
+                    while entry.posts.len() >= MAX_POSTS_PER_SESSION {
+                        let oldest_finished = entry.posts.iter().position(|post| post.lock().ended);
+                        // All still running: the oldest goes anyway (it keeps writing to its
+                        // connection, but is no longer resumable).
+                        let index = oldest_finished.unwrap_or(0);
+                        evicted.push(entry.posts.remove(index));
+                    }
+                    entry.posts.push(stream.clone());
+                }
+                StreamKind::Listen { .. } => {}
+            }
+        }
+        for old in evicted {
+            let mut state = old.lock();
+            if state.ended {
+                self.inner.close_locked(&old, &mut state);
+            }
+            drop(state);
+            self.inner.stream_shard(old.id).remove(&old.id);
+        }
+        Ok(())
     }
 
     /// A weak handle for background tasks (they stop once the registry is gone).
