@@ -21,7 +21,7 @@ use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
 use crate::http::{server, Drain, Error, Limits};
 use crate::invoke::{Invoker, InvokerConfig};
-use crate::mcp::{Dispatcher, DispatcherConfig, Era};
+use crate::mcp::{Dispatcher, DispatcherConfig, Era, ListChanged};
 use crate::rest::Rest;
 use crate::session::{SessionConfig, Sessions};
 use crate::transport::stream::{
@@ -219,10 +219,13 @@ pub async fn serve(
     result
 }
 
-/// Pushes `notifications/tools/list_changed` to the live streams of every (tenant, client)
-/// whose listing a reload changed: session streams get the handshake-era message, listen
-/// streams the stateless one tagged with their subscription id. A subscriber that fell behind
-/// (`Lagged`) notifies every client of the current snapshot. Ends when the server drains.
+/// Pushes list-changed notifications to the live streams of every (tenant, client) a reload
+/// affected: `notifications/tools/list_changed` where the tool listing changed, and
+/// `notifications/prompts/list_changed` + `notifications/resources/list_changed` where the
+/// exposed toolset prompts changed (both surfaces list the same prompts). Session streams get the
+/// handshake-era message; listen streams get the stateless one tagged with their subscription id,
+/// and only the kinds they subscribed to. A subscriber that fell behind (`Lagged`) notifies every
+/// client of the current snapshot of every kind. Ends when the server drains.
 fn list_changed_task(
     catalog: Arc<Catalog>,
     streams: StreamRegistry,
@@ -231,13 +234,13 @@ fn list_changed_task(
 ) -> tokio::task::JoinHandle<()> {
     let mut changes = catalog.subscribe();
     tokio::spawn(async move {
-        let deliver = |tenant: &str, client: &str| {
-            streams.deliver_list_changed(tenant, Some(client), |subscription_id| {
+        let deliver = |tenant: &str, client: &str, which: ListChanged| {
+            streams.deliver_list_changed(tenant, Some(client), which, |subscription_id| {
                 let era = match subscription_id {
                     Some(_) => Era::Stateless,
                     None => Era::Handshake,
                 };
-                dispatcher.list_changed_message(era, subscription_id)
+                dispatcher.list_changed_message_for(which, era, subscription_id)
             });
         };
         let drained = drain.signalled();
@@ -250,13 +253,23 @@ fn list_changed_task(
             match change {
                 Ok(set) => {
                     for key in &set.changed {
-                        deliver(&key.tenant, &key.client);
+                        deliver(&key.tenant, &key.client, ListChanged::Tools);
+                    }
+                    for key in &set.prompts_changed {
+                        deliver(&key.tenant, &key.client, ListChanged::Prompts);
+                        deliver(&key.tenant, &key.client, ListChanged::Resources);
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     let snapshot = catalog.current();
                     for (view, _) in snapshot.fingerprints() {
-                        deliver(view.tenant(), view.client());
+                        for which in [
+                            ListChanged::Tools,
+                            ListChanged::Prompts,
+                            ListChanged::Resources,
+                        ] {
+                            deliver(view.tenant(), view.client(), which);
+                        }
                     }
                 }
                 Err(broadcast::error::RecvError::Closed) => return,

@@ -196,7 +196,7 @@ async fn listen(
     let owner = Owner::new(&target.tenant, &target.client, ANONYMOUS_CALLER);
     let kind = StreamKind::Listen {
         subscription_id: subscription_id.clone(),
-        tools_list_changed: filter.tools_list_changed,
+        filter,
     };
     let opened = transport
         .streams

@@ -42,6 +42,7 @@ use smallvec::SmallVec;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
+use crate::mcp::{ListChanged, SubscriptionFilter};
 use crate::session::{IdHashBuilder, Inbox, Owner, OwnerKey, SessionId, Sessions};
 use crate::sse::Encoder;
 
@@ -143,8 +144,8 @@ pub enum StreamKind {
         /// The listen request's JSON-RPC id, raw JSON (`9` or `"abc"`): every message on the
         /// stream names it in `_meta`.
         subscription_id: Bytes,
-        /// The subscription asked for `toolsListChanged`.
-        tools_list_changed: bool,
+        /// The list-changed notifications the subscription asked for (and this server sends).
+        filter: SubscriptionFilter,
     },
     /// The 2024-11-05 `/sse` stream: `event: message` frames without ids.
     Legacy,
@@ -819,6 +820,7 @@ impl StreamRegistry {
         &self,
         tenant: &str,
         client: Option<&str>,
+        which: ListChanged,
         make: impl Fn(Option<&[u8]>) -> Bytes,
     ) -> usize {
         let mut n_delivered = 0;
@@ -856,13 +858,8 @@ impl StreamRegistry {
             let listeners: SmallVec<[Arc<Stream>; 16]> = lock(shard)
                 .values()
                 .filter(|stream| {
-                    matches!(
-                        stream.kind,
-                        StreamKind::Listen {
-                            tools_list_changed: true,
-                            ..
-                        }
-                    ) && stream.owner.is_within(tenant, client)
+                    matches!(&stream.kind, StreamKind::Listen { filter, .. } if filter.wants(which))
+                        && stream.owner.is_within(tenant, client)
                 })
                 .cloned()
                 .collect();
@@ -1158,7 +1155,7 @@ impl Inbox for StreamRegistry {
     }
 
     fn invalidate(&self, tenant: &str) -> usize {
-        self.deliver_list_changed(tenant, None, list_changed_message)
+        self.deliver_list_changed(tenant, None, ListChanged::Tools, list_changed_message)
     }
 }
 

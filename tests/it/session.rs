@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use sluice::mcp::{ListChanged, SubscriptionFilter};
 use sluice::session::{
     Bus, Handshake, NewSession, Owner, SessionConfig, SessionError, SessionId, Sessions,
 };
@@ -519,7 +520,7 @@ async fn kinds_check_their_session() {
     let streams = registry(16);
     let listen = StreamKind::Listen {
         subscription_id: Bytes::from_static(b"1"),
-        tools_list_changed: true,
+        filter: tools_only(),
     };
     assert!(matches!(
         streams.open(Some(SessionId::random()), ALICE, listen),
@@ -626,7 +627,7 @@ async fn list_changed_reaches_each_live_session_once() {
             ALICE,
             StreamKind::Listen {
                 subscription_id: Bytes::from_static(b"\"sub-9\""),
-                tools_list_changed: true,
+                filter: tools_only(),
             },
         )
         .unwrap();
@@ -636,13 +637,20 @@ async fn list_changed_reaches_each_live_session_once() {
             ALICE,
             StreamKind::Listen {
                 subscription_id: Bytes::from_static(b"10"),
-                tools_list_changed: false,
+                filter: SubscriptionFilter {
+                    resources_list_changed: true,
+                    ..SubscriptionFilter::default()
+                },
             },
         )
         .unwrap();
 
-    let delivered =
-        streams.deliver_list_changed("tenant-a", Some("client-a"), list_changed_message);
+    let delivered = streams.deliver_list_changed(
+        "tenant-a",
+        Some("client-a"),
+        ListChanged::Tools,
+        list_changed_message,
+    );
     assert_eq!(delivered, 3);
     let expected = &list_changed_message(None)[..];
     assert_eq!(datas(&drain(&mut s1_get.rx)), vec![expected]);
@@ -658,6 +666,20 @@ async fn list_changed_reaches_each_live_session_once() {
     );
     assert!(listened[0].id.is_none(), "listen streams carry no ids");
     assert!(drain(&mut listen_resources.rx).is_empty());
+    // A resources change reaches the listen stream that asked for it (and the live session
+    // streams), not the one that asked for tools only.
+    let delivered =
+        streams.deliver_list_changed("tenant-a", Some("client-a"), ListChanged::Resources, |_| {
+            Bytes::from_static(b"resources")
+        });
+    assert_eq!(delivered, 3);
+    assert_eq!(
+        datas(&drain(&mut listen_resources.rx)),
+        vec![&b"resources"[..]]
+    );
+    assert!(drain(&mut listen.rx).is_empty());
+    assert_eq!(datas(&drain(&mut s1_get.rx)), vec![&b"resources"[..]]);
+    assert_eq!(datas(&drain(&mut s2_new.rx)), vec![&b"resources"[..]]);
     // Nothing was queued for s3 or s4: resuming them replays nothing new.
     let (mut rx, replayed) = replay(streams.resume(s3_last.as_bytes(), &s3, ALICE));
     assert_eq!(replayed, 0);
@@ -673,6 +695,14 @@ async fn list_changed_reaches_each_live_session_once() {
     assert_eq!(bus.publish(&s1, Bytes::from_static(b"{}")).await, Ok(true));
     assert_eq!(bus.publish(&s4, Bytes::from_static(b"{}")).await, Ok(false));
     assert_eq!(datas(&drain(&mut s1_get.rx)), vec![&b"{}"[..]]);
+}
+
+/// A listen filter asking for tool list changes only.
+fn tools_only() -> SubscriptionFilter {
+    SubscriptionFilter {
+        tools_list_changed: true,
+        ..SubscriptionFilter::default()
+    }
 }
 
 // === keep-alive, polling close, janitor ===
