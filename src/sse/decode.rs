@@ -931,6 +931,33 @@ mod tests {
     }
 
     #[test]
+    fn fast_path_shapes_match_the_line_parser() {
+        // Each is the common frame shape or one byte away from it; `check` also feeds every
+        // split, so the same bytes go through the line-by-line parser too.
+        check(b"event: message\nid: 1\ndata: {}\n\n", &["message|{}|id=1"]);
+        check(b"id: 1\ndata: a\n\ndata: b\n\n", &["|a|id=1", "|b|id=1"]);
+        check(b"id: 1\ndata: a\n\nid: \ndata: b\n\n", &["|a|id=1", "|b"]);
+        check(b"id: 1\x002\ndata: a\n\n", &["|a"]);
+        check(b"data: a\rb\n\n", &["|a"]);
+        check(b"data: a\rdata: b\n\n", &["|a\nb"]);
+        check(b"data: a\n\r\n", &["|a"]);
+        check(b"id: 1\r\ndata: a\n\n", &["|a|id=1"]);
+        check(b"event: messages\ndata: a\n\n", &["messages|a"]);
+        check(b"data:  a\n\n", &["| a"]);
+        check(b"data: \n\n", &["|"]);
+    }
+
+    #[test]
+    fn fast_path_respects_the_frame_limit() {
+        // "data: 12345678\n" is 15 bytes: fits in 15, not in 14.
+        assert_eq!(run(&[b"data: 12345678\n\n"], 15), ["|12345678"]);
+        assert_eq!(run(&[b"data: 12345678\n\n"], 14), ["error"]);
+        let frame: &[u8] = b"event: message\nid: 1\ndata: 1\n\n";
+        assert_eq!(run(&[frame], 29), ["message|1|id=1"]);
+        assert_eq!(run(&[frame], 28), ["error"]);
+    }
+
+    #[test]
     fn retry_parser() {
         assert_eq!(parse_retry(b"0"), Some(0));
         assert_eq!(parse_retry(b"18446744073709551615"), Some(u64::MAX));
