@@ -278,6 +278,14 @@ impl Decoder {
                 }
             }
             let rest = bytes.get(pos..).unwrap_or_default();
+            // Between frames (no line of the next one parsed yet, nothing carried), try the
+            // shape nearly every frame has: the whole frame in a few comparisons and one search
+            // per line, split off the input without per-line bookkeeping.
+            if self.frame_len == 0 && self.scanned == 0 && self.is_between_frames() {
+                if let Some(frame) = fast_frame(rest).filter(|f| f.len <= self.max_frame) {
+                    return Ok(Some(self.dispatch_fast(input, pos, &frame)));
+                }
+            }
             let scanned = std::mem::take(&mut self.scanned).min(rest.len());
             // "Lines must be separated by either a U+000D CARRIAGE RETURN U+000A LINE FEED (CRLF)
             // character pair, a single U+000A LINE FEED (LF) character, or a single U+000D
@@ -411,6 +419,61 @@ impl Decoder {
         }
     }
 
+    /// No field of a frame is pending (the state right after a dispatch).
+    #[inline]
+    fn is_between_frames(&self) -> bool {
+        matches!(self.data, Data::Empty) && self.event.is_none() && self.id_pending.is_none()
+    }
+
+    /// Dispatches a frame recognized by [`fast_frame`] at `input[pos..]` and consumes it: the id
+    /// and data are split off the input (one reference count each), nothing is copied but the
+    /// id into `last_event_id`.
+    #[inline]
+    fn dispatch_fast<I: Input>(&mut self, input: &mut I, pos: usize, frame: &FastFrame) -> Event {
+        let mut consumed = 0;
+        let own_id = frame.id.map(|(start, stop)| {
+            input.skip(pos + start);
+            let id = input.take(stop - start);
+            consumed = pos + stop;
+            id
+        });
+        let (start, stop) = frame.data;
+        input.skip(pos + start - consumed);
+        let data = input.take(stop - start);
+        input.skip(frame.end - stop);
+        let id = self.event_id(own_id);
+        Event {
+            event: if frame.message {
+                Bytes::from_static(b"message")
+            } else {
+                Bytes::new()
+            },
+            data,
+            id,
+            retry: self.retry,
+        }
+    }
+
+    /// Applies a frame's own `id` (if it had one) to the last event ID and returns the id the
+    /// dispatched event carries.
+    #[inline]
+    fn event_id(&mut self, own_id: Option<Bytes>) -> Option<Bytes> {
+        match own_id {
+            Some(id) => {
+                self.last_event_id.clear();
+                self.last_event_id.extend_from_slice(&id);
+                self.shared_id = None;
+                (!id.is_empty()).then_some(id)
+            }
+            None if self.last_event_id.is_empty() => None,
+            None => Some(
+                self.shared_id
+                    .get_or_insert_with(|| Bytes::copy_from_slice(&self.last_event_id))
+                    .clone(),
+            ),
+        }
+    }
+
     /// Dispatches the frame that ends at `end` (just after its blank line) and consumes it.
     #[inline]
     fn dispatch<I: Input>(&mut self, input: &mut I, end: usize) -> Option<Event> {
@@ -511,6 +574,63 @@ impl Decoder {
         self.id_pending = None;
         DecodeError::FrameTooLarge
     }
+}
+
+/// A complete frame of the common shape, positions relative to where it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FastFrame {
+    /// It began with `event: message`.
+    message: bool,
+    /// The value of its `id: ` line.
+    id: Option<(usize, usize)>,
+    /// The value of its single `data: ` line.
+    data: (usize, usize),
+    /// Just after the blank line that ends it.
+    end: usize,
+    /// Its size as the frame limit counts it (the blank line not counted).
+    len: usize,
+}
+
+/// Recognizes a whole frame of the shape sluice's peers send, with LF line ends only:
+/// optional `event: message`, optional `id: <value>`, one `data: <value>`, blank line. Anything
+/// else (CR anywhere in it, other fields, comments, several data lines, an incomplete frame)
+/// answers `None` and goes through the line-by-line parser, which gives the same result.
+#[inline]
+fn fast_frame(rest: &[u8]) -> Option<FastFrame> {
+    const EVENT: &[u8] = b"event: message\n";
+    let message = rest.starts_with(EVENT);
+    let mut at = if message { EVENT.len() } else { 0 };
+    let mut id = None;
+    if rest.get(at..)?.starts_with(b"id: ") {
+        let start = at + 4;
+        // Ids are short: a plain loop beats a vectorized search's setup. NUL (the field would
+        // be ignored) and CR go to the slow path.
+        let len = rest
+            .get(start..)?
+            .iter()
+            .position(|&byte| byte == b'\n' || byte == b'\r' || byte == 0)?;
+        let stop = start + len;
+        if rest.get(stop) != Some(&b'\n') {
+            return None;
+        }
+        id = Some((start, stop));
+        at = stop + 1;
+    }
+    if !rest.get(at..)?.starts_with(b"data: ") {
+        return None;
+    }
+    let start = at + 6;
+    let stop = start + memchr::memchr2(b'\n', b'\r', rest.get(start..)?)?;
+    if rest.get(stop..stop + 2)? != b"\n\n" {
+        return None;
+    }
+    Some(FastFrame {
+        message,
+        id,
+        data: (start, stop),
+        end: stop + 2,
+        len: stop + 1,
+    })
 }
 
 /// Parses a `retry` value: ASCII digits only, at least one, fitting in a `u64`.
@@ -808,6 +928,33 @@ mod tests {
         let chunks: Vec<&[u8]> = input.chunks(7).collect();
         let out = run(&chunks, DEFAULT_MAX_FRAME);
         assert_eq!(out, [format!("|{}", String::from_utf8_lossy(&line))]);
+    }
+
+    #[test]
+    fn fast_path_shapes_match_the_line_parser() {
+        // Each is the common frame shape or one byte away from it; `check` also feeds every
+        // split, so the same bytes go through the line-by-line parser too.
+        check(b"event: message\nid: 1\ndata: {}\n\n", &["message|{}|id=1"]);
+        check(b"id: 1\ndata: a\n\ndata: b\n\n", &["|a|id=1", "|b|id=1"]);
+        check(b"id: 1\ndata: a\n\nid: \ndata: b\n\n", &["|a|id=1", "|b"]);
+        check(b"id: 1\x002\ndata: a\n\n", &["|a"]);
+        check(b"data: a\rb\n\n", &["|a"]);
+        check(b"data: a\rdata: b\n\n", &["|a\nb"]);
+        check(b"data: a\n\r\n", &["|a"]);
+        check(b"id: 1\r\ndata: a\n\n", &["|a|id=1"]);
+        check(b"event: messages\ndata: a\n\n", &["messages|a"]);
+        check(b"data:  a\n\n", &["| a"]);
+        check(b"data: \n\n", &["|"]);
+    }
+
+    #[test]
+    fn fast_path_respects_the_frame_limit() {
+        // "data: 12345678\n" is 15 bytes: fits in 15, not in 14.
+        assert_eq!(run(&[b"data: 12345678\n\n"], 15), ["|12345678"]);
+        assert_eq!(run(&[b"data: 12345678\n\n"], 14), ["error"]);
+        let frame: &[u8] = b"event: message\nid: 1\ndata: 1\n\n";
+        assert_eq!(run(&[frame], 29), ["message|1|id=1"]);
+        assert_eq!(run(&[frame], 28), ["error"]);
     }
 
     #[test]
