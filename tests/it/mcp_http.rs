@@ -1167,6 +1167,62 @@ async fn notifications_cancelled_stops_the_request_and_no_response_is_sent() {
 }
 
 #[tokio::test]
+async fn a_prompt_change_pushes_prompts_and_resources_list_changed_only() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let with_stream = session(addr, "2025-11-25").await;
+    let mut stream = get_stream(addr, &with_stream, &[]).await;
+    let listen = modern_body(
+        json!(7),
+        "subscriptions/listen",
+        json!({"notifications":{"toolsListChanged":true,"promptsListChanged":true}}),
+    );
+    let listen_req = request(
+        addr,
+        Method::POST,
+        MCP,
+        &[
+            ("accept", BOTH),
+            ("content-type", "application/json"),
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        &listen,
+    );
+    let mut listener = SseReader::open(addr, listen_req).await;
+    let ack = listener.next_message().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+
+    // Only the toolset prompt changes: the tool listing stays the same.
+    let text = config_text(sluice.downstream.addr, false).replace("Be brief.", "Be very brief.");
+    let config = sluice::catalog::load::parse(&text, "test").expect("parses");
+    let outcome = sluice.catalog.replace(&config).expect("reload");
+    assert!(
+        outcome.changed.is_empty(),
+        "the tool listing did not change"
+    );
+
+    let first = stream.next_message().await;
+    let second = stream.next_message().await;
+    let mut methods = [first["method"].clone(), second["method"].clone()];
+    methods.sort_by_key(|m| m.to_string());
+    assert_eq!(
+        methods,
+        [
+            json!("notifications/prompts/list_changed"),
+            json!("notifications/resources/list_changed")
+        ]
+    );
+    // The listen stream asked for prompts (not resources): it gets exactly that one.
+    let message = listener.next_message().await;
+    assert_eq!(message["method"], "notifications/prompts/list_changed");
+    assert_eq!(
+        message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+}
+
+#[tokio::test]
 async fn list_changed_reaches_live_streams_after_a_reload() {
     let sluice = Sluice::start().await;
     let addr = sluice.addr;
