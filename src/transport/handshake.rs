@@ -420,7 +420,9 @@ fn stream_error(err: StreamError) -> Error {
     }
 }
 
-/// `DELETE …/mcp`: ends the session and closes its streams; 204, then 404 for that id.
+/// `DELETE …/mcp`: ends the session, closes its streams and cancels its in-flight requests
+/// (their downstream calls are dropped; nothing more is sent for them); 204, then 404 for that
+/// id.
 pub async fn delete(
     transport: &Transport,
     parts: &Parts,
@@ -440,5 +442,6 @@ pub async fn delete(
         .await
         .map_err(session_error)?;
     transport.streams.close_session(&id);
+    transport.inflight.cancel_all(&id);
     Ok(response::empty(StatusCode::NO_CONTENT))
 }

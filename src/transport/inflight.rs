@@ -97,6 +97,24 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
         }
     }
 
+    /// Cancels every in-flight request of session `key` (the session ended); how many.
+    pub fn cancel_all(&self, key: &K) -> usize {
+        let shard = self
+            .shard(key)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let handles: Vec<AbortHandle> = shard
+            .iter()
+            .filter(|((session, _), _)| session == key)
+            .map(|(_, (_, handle))| handle.clone())
+            .collect();
+        drop(shard);
+        for handle in &handles {
+            handle.abort();
+        }
+        handles.len()
+    }
+
     /// How many requests are in flight (tests and metrics).
     pub fn len(&self) -> usize {
         self.shards

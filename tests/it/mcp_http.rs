@@ -1167,6 +1167,38 @@ async fn notifications_cancelled_stops_the_request_and_no_response_is_sent() {
 }
 
 #[tokio::test]
+async fn delete_cancels_the_sessions_in_flight_requests() {
+    let sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let id = session(addr, "2025-11-25").await;
+    let call =
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;
+    let session_id = id.clone();
+    let pending = tokio::spawn(async move {
+        post(
+            addr,
+            &[
+                ("mcp-session-id", &session_id),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+            call,
+        )
+        .await
+    });
+    sluice.downstream.wait_entered().await;
+    let reply = send(
+        addr,
+        request(addr, Method::DELETE, MCP, &[("mcp-session-id", &id)], ""),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    // The downstream call is dropped and no response is sent for the request.
+    sluice.downstream.wait_dropped().await;
+    let reply = pending.await.expect("request task");
+    assert!(reply.messages().is_empty(), "{:?}", reply.body);
+}
+
+#[tokio::test]
 async fn a_prompt_change_pushes_prompts_and_resources_list_changed_only() {
     let sluice = Sluice::start().await;
     let addr = sluice.addr;
