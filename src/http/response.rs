@@ -49,6 +49,9 @@ struct Streaming {
     rx: mpsc::Receiver<Bytes>,
     /// Resolves once the server drains; `None` after it did (the body has ended).
     drained: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// A last frame sent when the server drains, before the body ends (e.g. the final response
+    /// that closes a subscription gracefully).
+    epilogue: Option<Bytes>,
 }
 
 // === impl Body ===
@@ -80,6 +83,19 @@ impl Body {
             kind: Kind::Stream(Streaming {
                 rx,
                 drained: Some(Box::pin(drain.signalled())),
+                epilogue: None,
+            }),
+        }
+    }
+
+    /// Like [`Body::stream`], but when the server drains the body sends `epilogue` as its last
+    /// frame instead of just ending (frames still queued at that moment are dropped).
+    pub fn stream_with_epilogue(rx: mpsc::Receiver<Bytes>, drain: &Drain, epilogue: Bytes) -> Self {
+        Self {
+            kind: Kind::Stream(Streaming {
+                rx,
+                drained: Some(Box::pin(drain.signalled())),
+                epilogue: Some(epilogue),
             }),
         }
     }
@@ -110,6 +126,10 @@ impl http_body::Body for Body {
             Kind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             Kind::Frames(frames) => Poll::Ready(frames.next().map(|b| Ok(Frame::data(b)))),
             Kind::Stream(stream) => {
+                // After the drain (and the epilogue, if any) nothing more is sent.
+                if stream.drained.is_none() {
+                    return Poll::Ready(None);
+                }
                 // A frame already queued goes out before the drain check: frames are whole, so
                 // stopping between any two of them leaves a clean boundary.
                 if let Poll::Ready(next) = stream.rx.poll_recv(cx) {
@@ -122,7 +142,7 @@ impl http_body::Body for Body {
                     Poll::Ready(()) => {
                         stream.drained = None;
                         stream.rx.close();
-                        Poll::Ready(None)
+                        Poll::Ready(stream.epilogue.take().map(|b| Ok(Frame::data(b))))
                     }
                     Poll::Pending => Poll::Pending,
                 }

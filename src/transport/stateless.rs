@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use http::request::Parts;
 use http::{Response, StatusCode};
@@ -31,10 +31,11 @@ use crate::http::negotiate::{Accept, MediaKind};
 use crate::http::response::{self, Body};
 use crate::http::{Error, Target};
 use crate::invoke::CallContext;
-use crate::jsonrpc::{ErrorCode, Id, Message, OwnedId, Payload};
+use crate::jsonrpc::{self, ErrorCode, Id, Message, OwnedId, Payload};
 use crate::mcp::subscriptions::SubscriptionFilter;
 use crate::mcp::{self, Era, McpError, Reply, Scope};
 use crate::session::{Owner, ANONYMOUS_CALLER};
+use crate::sse;
 
 /// -32020 HeaderMismatch (2026-07-28).
 pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
@@ -212,8 +213,15 @@ async fn listen(
         .await
         .map_err(|_| Error::Internal)?;
     drop(opened.writer);
-    Ok(response::event_stream(Body::stream(
+    // "A graceful server-side end sends the listen request's response": on drain the stream
+    // closes with `{resultType: "complete", _meta: {subscriptionId}}`.
+    let result = transport.dispatcher.listen_result(&subscription_id);
+    let mut framed = BytesMut::with_capacity(result.len() + 64);
+    jsonrpc::write_result_raw(&mut framed, id, &result);
+    let epilogue = sse::Encoder::new().message(None, &framed);
+    Ok(response::event_stream(Body::stream_with_epilogue(
         opened.rx,
         &transport.drain,
+        epilogue,
     )))
 }

@@ -204,6 +204,13 @@ impl Sluice {
         }
     }
 
+    /// Starts the server's drain (as SIGTERM would).
+    fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
     /// Reloads the catalog with one more tool for acme/app and acme/other.
     fn add_tool(&self) {
         let outcome = self
@@ -1196,6 +1203,41 @@ async fn delete_cancels_the_sessions_in_flight_requests() {
     sluice.downstream.wait_dropped().await;
     let reply = pending.await.expect("request task");
     assert!(reply.messages().is_empty(), "{:?}", reply.body);
+}
+
+#[tokio::test]
+async fn a_draining_server_ends_a_listen_stream_with_its_final_result() {
+    let mut sluice = Sluice::start().await;
+    let addr = sluice.addr;
+    let listen = modern_body(
+        json!("sub-end"),
+        "subscriptions/listen",
+        json!({"notifications":{"toolsListChanged":true}}),
+    );
+    let listen_req = request(
+        addr,
+        Method::POST,
+        MCP,
+        &[
+            ("accept", BOTH),
+            ("content-type", "application/json"),
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        &listen,
+    );
+    let mut listener = SseReader::open(addr, listen_req).await;
+    let ack = listener.next_message().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    sluice.shutdown();
+    let last = listener.next_message().await;
+    assert_eq!(last["id"], "sub-end", "{last}");
+    assert_eq!(last["result"]["resultType"], "complete", "{last}");
+    assert_eq!(
+        last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub-end",
+        "{last}"
+    );
+    assert!(listener.ends().await);
 }
 
 #[tokio::test]
