@@ -8,8 +8,8 @@
 use bytes::{BufMut, BytesMut};
 
 use super::era::Cache;
-use super::page::{self, ListKind};
-use super::resources::{find, put_description, visible};
+use super::page::ListKind;
+use super::resources::{find, list_toolsets, put_description};
 use super::{json, params, Dispatcher, McpError, Reply, Scope};
 use crate::jsonrpc::Payload;
 
@@ -20,43 +20,13 @@ pub(crate) fn list(
     scope: &Scope<'_>,
     params: Option<&Payload<'_>>,
 ) -> Result<Reply, McpError> {
-    let cursor = params::opt_str(params::root(params)?, "cursor")?;
-    let view = scope
-        .snapshot
-        .client(scope.tenant, scope.client)
-        .map(|v| &**v);
-    let n_visible = visible(view).count();
-    let page = page::page(
-        ListKind::Prompts,
-        scope.snapshot.version(),
-        n_visible,
-        d.config.page_size,
-        cursor,
-    )?;
-
-    let mut out = BytesMut::with_capacity(256);
-    out.put_slice(b"{\"prompts\":[");
-    for (i, toolset) in visible(view)
-        .skip(page.start)
-        .take(page.end - page.start)
-        .enumerate()
-    {
-        if i > 0 {
-            out.put_u8(b',');
-        }
+    list_toolsets(d, scope, params, ListKind::Prompts, |out, toolset| {
         out.put_slice(b"{\"name\":");
-        json::put_str(&mut out, &toolset.id);
+        json::put_str(out, &toolset.id);
         out.put_slice(b",\"description\":");
-        put_description(&mut out, toolset);
+        put_description(out, toolset);
         out.put_u8(b'}');
-    }
-    out.put_u8(b']');
-    if let Some(next) = &page.next {
-        out.put_slice(b",\"nextCursor\":");
-        json::put_str(&mut out, next);
-    }
-    d.prepared.shapes.close(&mut out, scope.era, Cache::Private);
-    Ok(Reply::Result(out.freeze()))
+    })
 }
 
 // === prompts/get ===

@@ -73,6 +73,29 @@ pub(crate) fn list(
     scope: &Scope<'_>,
     params: Option<&Payload<'_>>,
 ) -> Result<Reply, McpError> {
+    list_toolsets(d, scope, params, ListKind::Resources, |out, toolset| {
+        out.put_slice(b"{\"uri\":");
+        json::put_str(out, &prompt_resource_uri(&toolset.id));
+        out.put_slice(b",\"name\":");
+        json::put_str(out, &toolset.id);
+        out.put_slice(b",\"description\":");
+        put_description(out, toolset);
+        out.put_slice(b",\"mimeType\":");
+        json::put_str(out, PROMPT_MIME_TYPE);
+        out.put_u8(b'}');
+    })
+}
+
+/// One page of the visible toolsets as `{"<resources|prompts>":[…],"nextCursor"?:…}` closed with
+/// the era's shape: the listing both `resources/list` and `prompts/list` answer, each writing its
+/// own entry with `write_entry`.
+pub(crate) fn list_toolsets(
+    d: &Dispatcher,
+    scope: &Scope<'_>,
+    params: Option<&Payload<'_>>,
+    kind: ListKind,
+    write_entry: impl Fn(&mut BytesMut, &ToolsetView),
+) -> Result<Reply, McpError> {
     let cursor = params::opt_str(params::root(params)?, "cursor")?;
     let view = scope
         .snapshot
@@ -80,7 +103,7 @@ pub(crate) fn list(
         .map(|v| &**v);
     let n_visible = visible(view).count();
     let page = page::page(
-        ListKind::Resources,
+        kind,
         scope.snapshot.version(),
         n_visible,
         d.config.page_size,
@@ -88,7 +111,10 @@ pub(crate) fn list(
     )?;
 
     let mut out = BytesMut::with_capacity(256);
-    out.put_slice(b"{\"resources\":[");
+    out.put_slice(match kind {
+        ListKind::Prompts => b"{\"prompts\":[",
+        _ => b"{\"resources\":[",
+    });
     for (i, toolset) in visible(view)
         .skip(page.start)
         .take(page.end - page.start)
@@ -97,15 +123,7 @@ pub(crate) fn list(
         if i > 0 {
             out.put_u8(b',');
         }
-        out.put_slice(b"{\"uri\":");
-        json::put_str(&mut out, &prompt_resource_uri(&toolset.id));
-        out.put_slice(b",\"name\":");
-        json::put_str(&mut out, &toolset.id);
-        out.put_slice(b",\"description\":");
-        put_description(&mut out, toolset);
-        out.put_slice(b",\"mimeType\":");
-        json::put_str(&mut out, PROMPT_MIME_TYPE);
-        out.put_u8(b'}');
+        write_entry(&mut out, toolset);
     }
     out.put_u8(b']');
     if let Some(next) = &page.next {

@@ -1173,6 +1173,25 @@ async fn notifications_cancelled_stops_the_request_and_no_response_is_sent() {
     assert!(reply.messages().is_empty(), "{:?}", reply.body);
 }
 
+/// Opens a stateless `subscriptions/listen` stream with request id `id` asking for
+/// `notifications` (the object of the listen params).
+async fn open_listen(addr: SocketAddr, id: Value, notifications: Value) -> SseReader {
+    let listen = modern_body(id, "subscriptions/listen", notifications);
+    let listen_req = request(
+        addr,
+        Method::POST,
+        MCP,
+        &[
+            ("accept", BOTH),
+            ("content-type", "application/json"),
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        &listen,
+    );
+    SseReader::open(addr, listen_req).await
+}
+
 #[tokio::test]
 async fn delete_cancels_the_sessions_in_flight_requests() {
     let sluice = Sluice::start().await;
@@ -1209,24 +1228,12 @@ async fn delete_cancels_the_sessions_in_flight_requests() {
 async fn a_draining_server_ends_a_listen_stream_with_its_final_result() {
     let mut sluice = Sluice::start().await;
     let addr = sluice.addr;
-    let listen = modern_body(
-        json!("sub-end"),
-        "subscriptions/listen",
-        json!({"notifications":{"toolsListChanged":true}}),
-    );
-    let listen_req = request(
+    let mut listener = open_listen(
         addr,
-        Method::POST,
-        MCP,
-        &[
-            ("accept", BOTH),
-            ("content-type", "application/json"),
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "subscriptions/listen"),
-        ],
-        &listen,
-    );
-    let mut listener = SseReader::open(addr, listen_req).await;
+        json!("sub-end"),
+        json!({"notifications":{"toolsListChanged":true}}),
+    )
+    .await;
     let ack = listener.next_message().await;
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     sluice.shutdown();
@@ -1246,24 +1253,12 @@ async fn a_prompt_change_pushes_prompts_and_resources_list_changed_only() {
     let addr = sluice.addr;
     let with_stream = session(addr, "2025-11-25").await;
     let mut stream = get_stream(addr, &with_stream, &[]).await;
-    let listen = modern_body(
-        json!(7),
-        "subscriptions/listen",
-        json!({"notifications":{"toolsListChanged":true,"promptsListChanged":true}}),
-    );
-    let listen_req = request(
+    let mut listener = open_listen(
         addr,
-        Method::POST,
-        MCP,
-        &[
-            ("accept", BOTH),
-            ("content-type", "application/json"),
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "subscriptions/listen"),
-        ],
-        &listen,
-    );
-    let mut listener = SseReader::open(addr, listen_req).await;
+        json!(7),
+        json!({"notifications":{"toolsListChanged":true,"promptsListChanged":true}}),
+    )
+    .await;
     let ack = listener.next_message().await;
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
 
@@ -1303,24 +1298,12 @@ async fn list_changed_reaches_live_streams_after_a_reload() {
     let with_stream = session(addr, "2025-06-18").await;
     let mut stream = get_stream(addr, &with_stream, &[]).await;
     // A session of another client holds a stream too; a client that did not change would not.
-    let listen = modern_body(
-        json!("sub-1"),
-        "subscriptions/listen",
-        json!({"notifications":{"toolsListChanged":true}}),
-    );
-    let listen_req = request(
+    let mut listener = open_listen(
         addr,
-        Method::POST,
-        MCP,
-        &[
-            ("accept", BOTH),
-            ("content-type", "application/json"),
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "subscriptions/listen"),
-        ],
-        &listen,
-    );
-    let mut listener = SseReader::open(addr, listen_req).await;
+        json!("sub-1"),
+        json!({"notifications":{"toolsListChanged":true}}),
+    )
+    .await;
     assert_eq!(listener.status, StatusCode::OK);
     assert_eq!(listener.header("mcp-session-id"), "");
     let ack = listener.next_message().await;
