@@ -19,7 +19,7 @@ const N_TOOLS: usize = 1_000;
 
 fn config_text(n_tools: usize) -> String {
     let mut text = String::from(
-        "[[tenant]]\nid = \"bench\"\n[[tenant.client]]\nid = \"agent\"\n[[tenant.toolset]]\nid = \"all\"\n\
+        "[[tenant]]\nid = \"bench\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"agent\"\n[[tenant.toolset]]\nid = \"all\"\n\
          system_prompt = \"Bench toolset.\"\n[[tenant.assignment]]\nclient = \"agent\"\ntoolset = \"all\"\n",
     );
     let modes = ["full", "data-structure-only", "lazy"];

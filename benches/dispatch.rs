@@ -27,7 +27,7 @@ const N_TOOLS: usize = 20;
 
 fn config_text() -> String {
     let mut text = String::from(
-        "[[tenant]]\nid = \"bench\"\n[[tenant.client]]\nid = \"agent\"\n[[tenant.toolset]]\nid = \"all\"\n\
+        "[[tenant]]\nid = \"bench\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"agent\"\n[[tenant.toolset]]\nid = \"all\"\n\
          [[tenant.assignment]]\nclient = \"agent\"\ntoolset = \"all\"\n",
     );
     for i in 0..N_TOOLS {

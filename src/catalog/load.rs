@@ -148,7 +148,10 @@ mod tests {
     #[test]
     fn parses_minimal_files() {
         check("", Ok(0));
-        check("[[tenant]]\nid = \"a\"\n", Ok(1));
+        check(
+            "[[tenant]]\nid = \"a\"\nauth = { anonymous = true }\n",
+            Ok(1),
+        );
         check("[server]\nlisten = \"0.0.0.0:1\"\n", Ok(0));
     }
 
@@ -159,8 +162,8 @@ mod tests {
             Err("file 't.toml' line 2, column 6: extra `=`, expected nothing"),
         );
         check(
-            "[[tenant]]\nid = \"a\"\nbogus = 1\n",
-            Err("file 't.toml' line 3, column 1: unknown field `bogus`, expected one of `id`, `client`, `toolset`, `assignment`"),
+            "[[tenant]]\nid = \"a\"\nauth = { anonymous = true }\nbogus = 1\n",
+            Err("file 't.toml' line 4, column 1: unknown field `bogus`, expected one of `id`, `client`, `toolset`, `assignment`, `auth`"),
         );
     }
 

@@ -74,6 +74,104 @@ pub struct ServerSettings {
     /// This instance's name in event ids (`{instance}.{stream}.{seq}`); random per process when
     /// unset.
     pub instance_id: Option<String>,
+    /// The public base URL clients reach this server at (`scheme://host[:port]`, no path), e.g.
+    /// `https://rt.example.com`. Resource URLs in protected-resource metadata, JWT audiences and
+    /// `WWW-Authenticate` challenges are built from it, so they are right behind proxies. When
+    /// unset, `http://{listen}` is used.
+    pub public_url: Option<String>,
+    /// The HMAC-SHA256 key ("pepper") API key hashes are computed with. The environment variable
+    /// `SLUICE_API_KEY_PEPPER` overrides it; required when any client has an API key.
+    pub api_key_pepper: Option<String>,
+    /// Most live SSE streams (GET streams and streaming POST answers) one session may hold at
+    /// once; one more is refused with 429.
+    pub max_streams_per_session: usize,
+    /// Most downstream calls one tenant may have in flight at once; a call past it waits up to
+    /// its timeout for a slot, then fails as a timeout.
+    pub max_downstream_per_tenant: usize,
+    /// The audit trail.
+    pub audit: AuditSettings,
+    /// Process logs.
+    pub log: LogSettings,
+}
+
+/// Where audit records go and what happens when the writer falls behind.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSettings {
+    /// `stdout`, `file` (then `path` is required) or `off`.
+    pub sink: AuditSink,
+    /// The file records are appended to when `sink = "file"`.
+    pub path: Option<String>,
+    /// Records queued for the background writer at most.
+    pub queue: usize,
+    /// What a call does when the queue is full: wait for room (`block`) or drop the record and
+    /// count it (`drop`, the `sluice_audit_dropped_total` metric).
+    pub when_full: AuditWhenFull,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self {
+            sink: AuditSink::Off,
+            path: None,
+            queue: 8192,
+            when_full: AuditWhenFull::Drop,
+        }
+    }
+}
+
+/// Audit destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditSink {
+    /// No audit trail.
+    #[default]
+    Off,
+    /// JSON lines on standard output.
+    Stdout,
+    /// JSON lines appended to `path`.
+    File,
+}
+
+/// Full-queue policy of the audit writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditWhenFull {
+    /// The call waits until the writer has room (no record is ever lost).
+    Block,
+    /// The record is dropped and counted.
+    #[default]
+    Drop,
+}
+
+/// Process log settings (`RUST_LOG` overrides `level`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSettings {
+    /// `text` (human-readable) or `json` (one object per line).
+    pub format: LogFormat,
+    /// A `tracing` filter, e.g. `info` or `sluice=debug,hyper=warn`.
+    pub level: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Text,
+            level: "info".to_owned(),
+        }
+    }
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 impl Default for ServerSettings {
@@ -101,6 +199,12 @@ impl Default for ServerSettings {
             retain_secs: 60,
             retain_events: 256,
             instance_id: None,
+            public_url: None,
+            api_key_pepper: None,
+            max_streams_per_session: 8,
+            max_downstream_per_tenant: 512,
+            audit: AuditSettings::default(),
+            log: LogSettings::default(),
         }
     }
 }
@@ -120,6 +224,68 @@ pub struct Tenant {
     /// Which toolsets each client application sees.
     #[serde(default, rename = "assignment")]
     pub assignments: Vec<Assignment>,
+    /// How callers of this tenant authenticate.
+    #[serde(default)]
+    pub auth: TenantAuth,
+}
+
+/// A tenant's authentication settings. A tenant must either accept some credential (an API key
+/// of one of its clients, or JWTs from `jwt`) or say `anonymous = true` explicitly.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct TenantAuth {
+    /// Serve requests that carry no credential, as the caller `anonymous` (development only;
+    /// a credential that is presented is still checked).
+    pub anonymous: bool,
+    /// Authorization server issuers published in protected-resource metadata
+    /// (`authorization_servers`).
+    pub authorization_servers: Vec<String>,
+    /// Scopes published in protected-resource metadata (keep it minimal; privileged scopes are
+    /// asked for through 403 challenges).
+    pub scopes_supported: Vec<String>,
+    /// Scopes every request to this tenant's endpoints needs (also named in 401 challenges).
+    pub required_scopes: Vec<String>,
+    /// JWT bearer tokens from an OAuth authorization server.
+    pub jwt: Option<JwtSettings>,
+}
+
+/// How JWT bearer tokens are validated.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtSettings {
+    /// The exact `iss` tokens must carry.
+    pub issuer: String,
+    /// Accepted `aud` values; empty (the default) means the exact public URLs of the endpoint
+    /// the token is presented to (`…/runtime/{tenant}/{client}/mcp`, `…/sse`, `…/messages`,
+    /// `…/tools`), so a token for one client application cannot be replayed on another's.
+    #[serde(default)]
+    pub audiences: Vec<String>,
+    /// Accepted signature algorithms (`RS256`, `RS384`, `RS512`, `PS256`, `PS384`, `PS512`,
+    /// `ES256`, `ES384`, `EdDSA`); `none` and `HS*` are refused at load.
+    #[serde(default = "default_algorithms")]
+    pub algorithms: Vec<String>,
+    /// A JWKS file on disk.
+    pub jwks_file: Option<String>,
+    /// A JWKS URL (fetched at start, cached, refetched on an unknown `kid` at most once a
+    /// minute; the last good set is kept when a fetch fails).
+    pub jwks_url: Option<String>,
+    /// Clock skew allowed on `exp` and `nbf`, in seconds.
+    #[serde(default = "default_leeway")]
+    pub leeway_secs: u64,
+    /// When set, this claim must equal the client application id of the path (for issuers that
+    /// cannot put the endpoint URL in `aud`), e.g. `azp` or `client_id`.
+    pub client_claim: Option<String>,
+}
+
+fn default_algorithms() -> Vec<String> {
+    ["RS256", "PS256", "ES256", "EdDSA"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn default_leeway() -> u64 {
+    60
 }
 
 /// A client application (an AI client or agent registered with the tenant).
@@ -128,11 +294,28 @@ pub struct Tenant {
 pub struct ClientApp {
     /// Client id, a path segment: `[A-Za-z0-9._-]{1,64}`.
     pub id: String,
-    /// Credentials placeholder (API keys and JWT come with the auth work).
-    #[serde(default)]
-    pub credentials: BTreeMap<String, toml::Value>,
+    /// Static API keys of this client application (several for rotation).
+    #[serde(default, rename = "api_key")]
+    pub api_keys: Vec<ApiKey>,
     /// The client application's system prompt.
     pub system_prompt: Option<String>,
+}
+
+/// One static API key. Clients present `rtk_{id}_{secret}`; the configuration keeps only
+/// `hash` = hex HMAC-SHA256(pepper, secret) (`sluice key new` prints both).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKey {
+    /// The public key id (12 characters of lowercase base32), unique within the tenant.
+    pub id: String,
+    /// Hex HMAC-SHA256 of the secret under the server's pepper (64 hex digits).
+    pub hash: String,
+    /// The caller name audit records and sessions show (`apikey:{id}` when unset).
+    pub principal: Option<String>,
+    /// Scopes this key grants; unset grants every scope.
+    pub scopes: Option<Vec<String>>,
+    /// When the key stops working (a TOML date-time, e.g. `2027-01-01T00:00:00Z`).
+    pub expires_at: Option<toml::value::Datetime>,
 }
 
 /// A toolset: tools plus the prompt and correlation strategy they share.
@@ -232,6 +415,9 @@ pub struct Tool {
     /// Whether requests and responses of this tool are logged for audit.
     #[serde(default)]
     pub log_payloads: bool,
+    /// A scope callers need to call this tool (besides the tenant's `required_scopes`); a
+    /// caller without it gets 403 `insufficient_scope`.
+    pub scope: Option<String>,
     /// Whether downstream response fields without an output rule are kept (`true`) or dropped.
     #[serde(default)]
     pub keep_unmapped_output: bool,

@@ -14,7 +14,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use sha2::{Digest, Sha256};
 
 use super::discover;
-use super::model::{ClientApp, Config, Correlation, SchemaMode, ServerSettings, Tool};
+use super::model::{ClientApp, Config, Correlation, SchemaMode, ServerSettings, TenantAuth, Tool};
 use super::plan::ToolPlan;
 use super::prompt::effective_prompt;
 use super::schema::{self, ToolSchemas};
@@ -75,9 +75,16 @@ pub struct ClientView {
     prompts_fingerprint: u64,
     needs_discovery: bool,
     log_list_payloads: bool,
+    /// The tenant's authentication settings (shared by its clients).
+    auth: Arc<TenantAuth>,
 }
 
 impl ClientView {
+    /// The tenant's authentication settings; the client's API keys are in [`Self::app`].
+    pub fn auth(&self) -> &TenantAuth {
+        &self.auth
+    }
+
     /// The tenant id.
     pub fn tenant(&self) -> &str {
         &self.tenant
@@ -260,6 +267,7 @@ impl Snapshot {
                 toolset_tools.push(built);
             }
 
+            let auth = Arc::new(tenant.auth.clone());
             let mut clients = HashMap::with_capacity(tenant.clients.len());
             for app in &tenant.clients {
                 let mut assigned: Vec<(usize, &super::model::Assignment)> = tenant
@@ -302,7 +310,14 @@ impl Snapshot {
                         n_visible_tools: visible.len() - before,
                     });
                 }
-                let view = client_view(&tenant_id, app, visible, toolsets, log_list_payloads);
+                let view = client_view(
+                    &tenant_id,
+                    app,
+                    visible,
+                    toolsets,
+                    log_list_payloads,
+                    Arc::clone(&auth),
+                );
                 clients.insert(view.client.clone(), Arc::new(view));
             }
             tenants.insert(tenant_id, TenantView { clients, tools });
@@ -419,6 +434,7 @@ fn client_view(
     mut tools: Vec<Arc<CatalogTool>>,
     toolsets: Vec<ToolsetView>,
     log_list_payloads: bool,
+    auth: Arc<TenantAuth>,
 ) -> ClientView {
     // Names are unique per client (validation), so this order is total.
     tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -483,6 +499,7 @@ fn client_view(
         prompts_fingerprint: u64::from_be_bytes(prompts8),
         needs_discovery,
         log_list_payloads,
+        auth,
     }
 }
 
@@ -508,6 +525,7 @@ mod tests {
     const TEXT: &str = r#"
 [[tenant]]
 id = "a"
+auth = { anonymous = true }
 [[tenant.client]]
 id = "c1"
 [[tenant.client]]

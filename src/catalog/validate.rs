@@ -173,6 +173,35 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
     let mut report = Report::default();
     let mut plans = Vec::with_capacity(config.tenants.len());
 
+    if let Some(url) = &config.server.public_url {
+        let ok = url.parse::<http::Uri>().is_ok_and(|uri| {
+            matches!(uri.scheme_str(), Some("http" | "https"))
+                && uri.host().is_some()
+                && matches!(uri.path(), "" | "/")
+                && uri.query().is_none()
+        });
+        if !ok {
+            report.push(
+                &Loc::root().with("server", "public_url"),
+                format!("public_url '{url}' must be scheme://host[:port] with no path"),
+            );
+        }
+    }
+    if config.server.audit.sink == super::model::AuditSink::File
+        && config.server.audit.path.is_none()
+    {
+        report.push(
+            &Loc::root().with("server", "audit"),
+            "sink = \"file\" needs a path",
+        );
+    }
+    if config.server.audit.queue == 0 {
+        report.push(
+            &Loc::root().with("server", "audit"),
+            "queue must be at least 1",
+        );
+    }
+
     let mut tenant_ids = HashSet::new();
     for tenant in &config.tenants {
         let tloc = Loc::root().with("tenant", &tenant.id);
@@ -182,13 +211,33 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
         }
 
         let mut client_ids = HashSet::new();
+        let mut key_ids = HashSet::new();
         for client in &tenant.clients {
             let cloc = tloc.with("client", &client.id);
             check_id(&mut report, &cloc, "client", &client.id);
             if !client_ids.insert(client.id.as_str()) {
                 report.push(&cloc, "duplicate client id");
             }
+            for key in &client.api_keys {
+                let kloc = cloc.with("api_key", &key.id);
+                if !is_valid_key_id(&key.id) {
+                    report.push(
+                        &kloc,
+                        format!("api key id must be {API_KEY_ID_LEN} characters from [a-z2-7]"),
+                    );
+                }
+                if !key_ids.insert(key.id.as_str()) {
+                    report.push(&kloc, "duplicate api key id in this tenant");
+                }
+                if key.hash.len() != 64 || !key.hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    report.push(&kloc, "api key hash must be 64 hex digits (HMAC-SHA256)");
+                }
+                if key.expires_at.is_some_and(|at| at.date.is_none()) {
+                    report.push(&kloc, "expires_at must be a date or a date-time");
+                }
+            }
         }
+        check_auth(&mut report, &tloc, config, tenant, !key_ids.is_empty());
 
         let mut toolset_ids = HashSet::new();
         let mut tenant_plans = Vec::with_capacity(tenant.toolsets.len());
@@ -265,6 +314,88 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
     } else {
         Err(report)
     }
+}
+
+/// Length of an API key id (`rtk_{id}_{secret}`).
+pub const API_KEY_ID_LEN: usize = 12;
+
+/// Whether `id` is an API key id: [`API_KEY_ID_LEN`] characters of lowercase RFC 4648 base32.
+pub fn is_valid_key_id(id: &str) -> bool {
+    id.len() == API_KEY_ID_LEN && id.bytes().all(|b| matches!(b, b'a'..=b'z' | b'2'..=b'7'))
+}
+
+/// Signature algorithms a JWT may be verified with. `none` and the HMAC family are absent on
+/// purpose: a JWKS holds public keys, and an HMAC "verified" with a public key is forgeable.
+pub const JWT_ALGORITHMS: [&str; 9] = [
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
+];
+
+fn check_auth(
+    report: &mut Report,
+    tloc: &Loc,
+    config: &Config,
+    tenant: &super::model::Tenant,
+    has_keys: bool,
+) {
+    let auth = &tenant.auth;
+    let aloc = tloc.with("auth", "");
+    if !auth.anonymous && !has_keys && auth.jwt.is_none() {
+        report.push(
+            tloc,
+            "no credential can reach this tenant: give a client an api_key, configure auth.jwt, \
+             or set auth.anonymous = true (development only)",
+        );
+    }
+    if has_keys
+        && config.server.api_key_pepper.is_none()
+        && std::env::var_os("SLUICE_API_KEY_PEPPER").is_none()
+    {
+        report.push(
+            tloc,
+            "api keys need a pepper: set server.api_key_pepper or SLUICE_API_KEY_PEPPER",
+        );
+    }
+    for server in &auth.authorization_servers {
+        if !is_http_url(server) {
+            report.push(
+                &aloc,
+                format!("authorization server '{server}' is not an http(s) URL"),
+            );
+        }
+    }
+    if let Some(jwt) = &auth.jwt {
+        let jloc = tloc.with("auth", "jwt");
+        if jwt.issuer.is_empty() {
+            report.push(&jloc, "issuer must not be empty");
+        }
+        match (&jwt.jwks_file, &jwt.jwks_url) {
+            (None, None) => report.push(&jloc, "set jwks_file or jwks_url"),
+            (Some(_), Some(_)) => report.push(&jloc, "set only one of jwks_file and jwks_url"),
+            (None, Some(url)) if !is_http_url(url) => {
+                report.push(&jloc, format!("jwks_url '{url}' is not an http(s) URL"));
+            }
+            _ => {}
+        }
+        if jwt.algorithms.is_empty() {
+            report.push(&jloc, "algorithms must not be empty");
+        }
+        for alg in &jwt.algorithms {
+            if !JWT_ALGORITHMS.contains(&alg.as_str()) {
+                report.push(
+                    &jloc,
+                    format!(
+                        "algorithm '{alg}' is not accepted (allowed: {}; never none or HS*)",
+                        JWT_ALGORITHMS.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn is_http_url(text: &str) -> bool {
+    text.parse::<http::Uri>()
+        .is_ok_and(|uri| matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some())
 }
 
 fn check_id(report: &mut Report, loc: &Loc, what: &str, id: &str) {
@@ -508,6 +639,7 @@ mod tests {
     const BASE: &str = r#"
 [[tenant]]
 id = "acme"
+auth = { anonymous = true }
 [[tenant.client]]
 id = "bot"
 [[tenant.toolset]]

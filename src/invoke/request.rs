@@ -209,6 +209,7 @@ mod tests {
             published: true,
             schema_mode: Default::default(),
             log_payloads: false,
+            scope: None,
             keep_unmapped_output: false,
             downstream: Downstream::Rest(RestDownstream {
                 method: method.into(),

@@ -102,7 +102,7 @@ fn syntax_errors_name_line_and_column() {
         &path,
         false,
         &[&format!(
-            "file '{}' line 9, column 15: unknown variant `eager`, expected one of `full`, `data-structure-only`, `lazy`",
+            "file '{}' line 10, column 15: unknown variant `eager`, expected one of `full`, `data-structure-only`, `lazy`",
             path.display()
         )],
     );
@@ -149,6 +149,7 @@ fn name_clash_needs_a_shared_client_and_published_tools() {
     let base = r#"
 [[tenant]]
 id = "t"
+auth = { anonymous = true }
 [[tenant.client]]
 id = "c1"
 [[tenant.client]]
@@ -387,7 +388,7 @@ fn effective_prompts_of_the_fixture() {
 /// absent, each as its own client of one tenant, resolved through a whole snapshot.
 #[test]
 fn prompt_composition_for_every_assignment_combination() {
-    let mut text = String::from("[[tenant]]\nid = \"t\"\n");
+    let mut text = String::from("[[tenant]]\nid = \"t\"\nauth = { anonymous = true }\n");
     let mut expected = Vec::new();
     let mut n = 0;
     for default in [Some("D"), None] {
@@ -513,7 +514,7 @@ fn discovery_refuses_invisible_tools() {
 /// A configuration whose every part names generation `n`: tenant `t` with clients c0..c3, each
 /// seeing tools `g{n}_a` and `g{n}_b` whose descriptions say `n`.
 fn generation(n: usize) -> String {
-    let mut text = String::from("[[tenant]]\nid = \"t\"\n");
+    let mut text = String::from("[[tenant]]\nid = \"t\"\nauth = { anonymous = true }\n");
     for c in 0..4 {
         text += &format!("[[tenant.client]]\nid = \"c{c}\"\n");
         text += &format!("[[tenant.assignment]]\nclient = \"c{c}\"\ntoolset = \"s\"\n");
@@ -618,6 +619,7 @@ fn failed_reload_keeps_the_old_snapshot() {
 const SIGNAL_BASE: &str = r#"
 [[tenant]]
 id = "t"
+auth = { anonymous = true }
 [[tenant.client]]
 id = "c1"
 [[tenant.client]]
@@ -656,6 +658,7 @@ toolset = "s2"
 
 [[tenant]]
 id = "u"
+auth = { anonymous = true }
 [[tenant.client]]
 id = "c1"
 [[tenant.toolset]]

@@ -79,7 +79,8 @@ impl TestServer {
 /// A catalog with tenant `acme` and client application `app` (no tools): the MCP endpoint
 /// answers 404 for tenants and clients it does not know.
 fn acme_app_catalog() -> Arc<sluice::catalog::Catalog> {
-    let text = "[[tenant]]\nid = \"acme\"\n[[tenant.client]]\nid = \"app\"\n";
+    let text =
+        "[[tenant]]\nid = \"acme\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"app\"\n";
     let config = sluice::catalog::load::parse(text, "test").expect("config parses");
     Arc::new(sluice::catalog::Catalog::from_config(&config).expect("config is valid"))
 }

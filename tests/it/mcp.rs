@@ -73,6 +73,7 @@ fn config_text(base: &str) -> String {
         r#"
 [[tenant]]
 id = "t1"
+auth = {{ anonymous = true }}
 [[tenant.client]]
 id = "c1"
 system_prompt = "Answer in English."

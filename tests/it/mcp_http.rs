@@ -116,6 +116,7 @@ fn config_text(downstream: SocketAddr, extra_tool: bool) -> String {
         r#"
 [[tenant]]
 id = "acme"
+auth = {{ anonymous = true }}
 
 [[tenant.client]]
 id = "app"

@@ -169,6 +169,7 @@ max_body_bytes = 1024
 
 [[tenant]]
 id = "t1"
+auth = {{ anonymous = true }}
 [[tenant.client]]
 id = "c1"
 [[tenant.toolset]]

@@ -24,6 +24,7 @@ fn tool(method: &str, url: &str, inputs: Vec<FieldRule>) -> Tool {
         published: true,
         schema_mode: Default::default(),
         log_payloads: false,
+        scope: None,
         keep_unmapped_output: false,
         downstream: Downstream::Rest(RestDownstream {
             method: method.into(),
