@@ -93,6 +93,7 @@ fn bench_dispatch(c: &mut Criterion) {
             .collect(),
     };
     let ctx = CallContext::new(None);
+    let caller = sluice::auth::Caller::anonymous("bench", "agent");
     let scope = Scope {
         tenant: "bench",
         client: "agent",
@@ -100,6 +101,9 @@ fn bench_dispatch(c: &mut Criterion) {
         era: Era::Handshake,
         version: "2025-11-25",
         call: &ctx,
+        caller: &caller,
+        session: None,
+        surface: "mcp",
     };
 
     let mut group = c.benchmark_group("dispatch");

@@ -35,7 +35,10 @@ pub async fn reload(
         .and_then(|value| value.strip_prefix("Bearer "))
         .unwrap_or("");
     if !same_secret(presented, token) {
-        return Err(Error::Unauthorized { challenge: None });
+        return Err(Error::Unauthorized {
+            challenge: Some(http::HeaderValue::from_static("Bearer realm=\"sluice-admin\"")),
+            message: "admin token required".into(),
+        });
     }
     let catalog = Arc::clone(catalog);
     // Reading and validating the file is blocking work.

@@ -12,19 +12,27 @@
 //! - [`session`]: session ids, records, the session store and backplane seams (process-local).
 //! - [`transport`]: MCP over HTTP: Streamable HTTP in both eras, legacy HTTP+SSE, live streams.
 //! - [`rest`]: the REST surface over the catalog and invoke code.
+//! - [`auth`]: credentials (API keys, JWT bearer tokens) → `Caller`; challenges; resource metadata.
+//! - [`access`]: the gate every tenant-scoped request passes (Origin, tenant, credential, scopes).
+//! - [`audit`]: audit records and their bounded background writer.
+//! - [`metrics`]: the Prometheus registry behind `/metrics`.
 //! - [`admin`]: `POST /admin/reload`.
 //! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
 //! - [`server`]: the composition root that wires routes to surfaces and runs the listener.
 //!
 //! `main.rs` only parses flags, builds the configuration, binds a listener and calls [`serve`].
 
+pub mod access;
 pub mod admin;
+pub mod audit;
+pub mod auth;
 pub mod catalog;
 pub mod demo;
 pub mod http;
 pub mod invoke;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod metrics;
 pub mod rest;
 pub mod server;
 pub mod session;

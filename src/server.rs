@@ -7,21 +7,26 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use tokio::sync::{broadcast, mpsc, Notify};
 
+use crate::access::{Access, Admitted, Endpoint};
 use crate::admin;
-use crate::catalog::model::{Config, ServerSettings};
+use crate::audit::Audit;
+use crate::auth::Authenticator;
+use crate::catalog::model::{AuditSettings, Config, ServerSettings};
 use crate::catalog::Catalog;
+use crate::http::cors::{self, Policy};
 use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
-use crate::http::{server, Drain, Error, Limits};
+use crate::http::{guard, server, Drain, Error, Limits};
 use crate::invoke::{Invoker, InvokerConfig};
 use crate::mcp::{Dispatcher, DispatcherConfig, Era, ListChanged};
+use crate::metrics::{MethodLabel, Metrics, RouteLabel};
 use crate::rest::Rest;
 use crate::session::{SessionConfig, Sessions};
 use crate::transport::stream::{
@@ -60,6 +65,13 @@ pub struct ServeConfig {
     /// Stream registry settings: instance id, retention; its `keepalive` is taken from
     /// [`ServeConfig::sse_keepalive`].
     pub streams: StreamConfig,
+    /// The public base URL (`scheme://host[:port]`) challenges and resource metadata name;
+    /// `http://{bound address}` when unset.
+    pub public_url: Option<String>,
+    /// The HMAC key API key hashes are computed with.
+    pub api_key_pepper: Option<Vec<u8>>,
+    /// The audit trail.
+    pub audit: AuditSettings,
     /// Test-only routes under `/__test/` (see [`TestHooks`]); `None` in production.
     #[doc(hidden)]
     pub test_hooks: Option<Arc<TestHooks>>,
@@ -81,6 +93,9 @@ impl Default for ServeConfig {
             sse_enabled: true,
             sessions: SessionConfig::default(),
             streams: StreamConfig::default(),
+            public_url: None,
+            api_key_pepper: None,
+            audit: AuditSettings::default(),
             test_hooks: None,
         }
     }
@@ -119,6 +134,12 @@ impl ServeConfig {
                 retain_events: settings.retain_events,
                 ..StreamConfig::default()
             },
+            public_url: settings.public_url.clone(),
+            api_key_pepper: std::env::var("SLUICE_API_KEY_PEPPER")
+                .ok()
+                .or_else(|| settings.api_key_pepper.clone())
+                .map(String::into_bytes),
+            audit: settings.audit.clone(),
             catalog,
             test_hooks: None,
         }
@@ -152,6 +173,9 @@ pub struct TestHooks {
 struct State {
     mcp: Arc<Transport>,
     rest: Rest,
+    access: Arc<Access>,
+    metrics: Arc<Metrics>,
+    catalog: Arc<Catalog>,
     admin_token: Option<String>,
     drain: Drain,
     test_hooks: Option<Arc<TestHooks>>,
@@ -166,8 +190,27 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let drain = Drain::new();
+    let public_base = match &config.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => format!("http://{}", listener.local_addr()?),
+    };
+    let (audit, audit_writer) = Audit::start(&config.audit)?;
+    let metrics = Arc::new(Metrics::new());
+    metrics.register_counter(
+        "sluice_audit_dropped_total",
+        "Audit records dropped because the audit queue was full (when_full = \"drop\").",
+        audit.dropped_counter(),
+    );
+    let access = Arc::new(Access::new(
+        Authenticator::new(config.api_key_pepper.clone()),
+        &public_base,
+        config.allowed_origins.clone(),
+        audit.clone(),
+    ));
     let invoker = Arc::new(Invoker::new(config.invoker));
-    let dispatcher = Arc::new(Dispatcher::new(config.dispatcher, Arc::clone(&invoker)));
+    let dispatcher = Arc::new(
+        Dispatcher::new(config.dispatcher, Arc::clone(&invoker)).with_audit(audit.clone()),
+    );
     let sessions = Sessions::local(config.sessions);
     let streams = StreamRegistry::new(StreamConfig {
         keepalive: config.sse_keepalive,
@@ -199,12 +242,20 @@ pub async fn serve(
             sessions,
             streams,
             inflight: Default::default(),
+            access: Arc::clone(&access),
+            audit: audit.clone(),
+            metrics: Arc::clone(&metrics),
         }),
         rest: Rest {
-            catalog: config.catalog,
+            catalog: Arc::clone(&config.catalog),
             invoker,
             max_body_bytes: config.limits.max_body_bytes,
+            access: Arc::clone(&access),
+            audit: audit.clone(),
         },
+        access,
+        metrics,
+        catalog: config.catalog,
         admin_token: config.admin_token,
         drain: drain.clone(),
         test_hooks: config.test_hooks,
@@ -216,6 +267,8 @@ pub async fn serve(
     let result = server::run(listener, &config.limits, drain, service, shutdown).await;
     list_changed.abort();
     janitor.abort();
+    // Everything recorded before the listener stopped reaches the sink.
+    audit_writer.shutdown().await;
     result
 }
 
@@ -279,6 +332,7 @@ fn list_changed_task(
 }
 
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
+    let started = Instant::now();
     let (parts, body) = req.into_parts();
     if let Some(hooks) = &state.test_hooks {
         if let Some(response) = test_route(hooks, state, parts.uri.path()).await {
@@ -287,25 +341,154 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
     }
     let route = match router::route(&parts.method, parts.uri.path()) {
         Ok(route) => route,
-        Err(err) => return Error::from(err).into_response(),
+        Err(err) => {
+            let response = Error::from(err).into_response();
+            observe(state, RouteLabel::NotFound, &parts, &response, started);
+            return response;
+        }
     };
+    let (label, cors_policy) = describe(&route);
     let result = match route {
-        Route::Mcp(target) => streamable::handle(&state.mcp, &parts, body, &target).await,
+        Route::Mcp(target) => match admit(state, &parts, &target, Endpoint::Mcp).await {
+            Ok(admitted) => streamable::handle(&state.mcp, &parts, body, &target, admitted).await,
+            Err(err) => Err(err),
+        },
+        Route::LegacySse(target) => match admit(state, &parts, &target, Endpoint::LegacySse).await
+        {
+            Ok(admitted) => legacy_sse::open(&state.mcp, &parts, &target, &admitted.caller).await,
+            Err(err) => Err(err),
+        },
+        Route::LegacyMessages(target) => {
+            match admit(state, &parts, &target, Endpoint::LegacySse).await {
+                Ok(admitted) => {
+                    legacy_sse::post(&state.mcp, &parts, body, &target, admitted).await
+                }
+                Err(err) => Err(err),
+            }
+        }
+        Route::RestTools(target) => match admit(state, &parts, &target, Endpoint::Rest).await {
+            Ok(admitted) => state.rest.list_tools(&parts, &target, &admitted).await,
+            Err(err) => Err(err),
+        },
+        Route::RestCall(target, name) => {
+            match admit(state, &parts, &target, Endpoint::Rest).await {
+                Ok(admitted) => {
+                    state
+                        .rest
+                        .call_tool(&parts, body, &target, &name, admitted)
+                        .await
+                }
+                Err(err) => Err(err),
+            }
+        }
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz if state.drain.is_draining() => Err(Error::Unavailable("draining".into())),
         Route::Readyz => Ok(response::text(StatusCode::OK, "ready")),
-        Route::LegacySse(target) => legacy_sse::open(&state.mcp, &parts, &target).await,
-        Route::LegacyMessages(target) => legacy_sse::post(&state.mcp, &parts, body, &target).await,
-        Route::RestTools(target) => state.rest.list_tools(&target),
-        Route::RestCall(target, name) => state.rest.call_tool(&parts, body, &target, &name).await,
         Route::BosPlatform => Err(Error::NotImplemented("the BOS platform app")),
-        Route::ProtectedResource(_) => Err(Error::NotImplemented("protected-resource metadata")),
-        Route::Metrics => Err(Error::NotImplemented("metrics")),
+        Route::ProtectedResource(path) => state
+            .access
+            .protected_resource(&state.catalog.current(), path)
+            .map(|document| {
+                let mut answer = response::json(StatusCode::OK, document);
+                answer.headers_mut().insert(
+                    http::header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=300"),
+                );
+                answer
+            }),
+        Route::Metrics => {
+            let mut answer = response::json(StatusCode::OK, Bytes::from(state.metrics.render()));
+            answer.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+            );
+            Ok(answer)
+        }
         Route::AdminReload => {
             admin::reload(&state.rest.catalog, state.admin_token.as_deref(), &parts).await
         }
+        Route::Preflight { allow, public } => {
+            let policy = if public { Policy::Public } else { Policy::Protected };
+            cors::preflight(
+                &parts.headers,
+                &parts.uri,
+                state.access.allowed_origins(),
+                policy,
+                allow,
+            )
+        }
     };
-    result.unwrap_or_else(Error::into_response)
+    let mut response = result.unwrap_or_else(Error::into_response);
+    if let Some(policy) = cors_policy {
+        cors::decorate(&mut response, accepted_origin(state, &parts, policy), policy);
+    }
+    observe(state, label, &parts, &response, started);
+    response
+}
+
+/// Runs the gate ([`Access::admit`]) on the current snapshot.
+async fn admit(
+    state: &State,
+    parts: &http::request::Parts,
+    target: &crate::http::Target<'_>,
+    endpoint: Endpoint,
+) -> Result<Admitted, Error> {
+    state
+        .access
+        .admit(parts, target, endpoint, state.catalog.current())
+        .await
+}
+
+/// The metrics label and CORS policy of a route.
+fn describe(route: &Route<'_>) -> (RouteLabel, Option<Policy>) {
+    match route {
+        Route::Mcp(_) => (RouteLabel::Mcp, Some(Policy::Protected)),
+        Route::LegacySse(_) => (RouteLabel::LegacySse, Some(Policy::Protected)),
+        Route::LegacyMessages(_) => (RouteLabel::LegacyMessages, Some(Policy::Protected)),
+        Route::RestTools(_) => (RouteLabel::RestTools, Some(Policy::Protected)),
+        Route::RestCall(..) => (RouteLabel::RestCall, Some(Policy::Protected)),
+        Route::BosPlatform => (RouteLabel::BosPlatform, Some(Policy::Protected)),
+        Route::ProtectedResource(_) => (RouteLabel::ProtectedResource, Some(Policy::Public)),
+        Route::Healthz => (RouteLabel::Healthz, None),
+        Route::Readyz => (RouteLabel::Readyz, None),
+        Route::Metrics => (RouteLabel::Metrics, None),
+        Route::AdminReload => (RouteLabel::AdminReload, None),
+        // The preflight answer sets its own CORS headers.
+        Route::Preflight { .. } => (RouteLabel::Other, None),
+    }
+}
+
+/// The request's `Origin` when CORS headers may echo it: any origin on public routes, an origin
+/// the guard accepts on protected ones.
+fn accepted_origin(
+    state: &State,
+    parts: &http::request::Parts,
+    policy: Policy,
+) -> Option<HeaderValue> {
+    let origin = parts.headers.get(http::header::ORIGIN)?;
+    match policy {
+        Policy::Public => Some(origin.clone()),
+        Policy::Protected => {
+            guard::check_origin(&parts.headers, &parts.uri, state.access.allowed_origins())
+                .ok()
+                .map(|()| origin.clone())
+        }
+    }
+}
+
+fn observe(
+    state: &State,
+    label: RouteLabel,
+    parts: &http::request::Parts,
+    response: &Response<Body>,
+    started: Instant,
+) {
+    state.metrics.observe_request(
+        label,
+        MethodLabel::from(&parts.method),
+        response.status().as_u16(),
+        started.elapsed(),
+    );
 }
 
 async fn test_route(hooks: &TestHooks, state: &State, path: &str) -> Option<Response<Body>> {

@@ -53,11 +53,26 @@ pub enum Error {
     #[error("bad request: {0}")]
     BadRequest(Cow<'static, str>),
     /// No usable credential; `challenge` becomes `WWW-Authenticate`.
-    #[error("unauthorized")]
+    #[error("unauthorized: {message}")]
     Unauthorized {
         /// The `WWW-Authenticate` header value, e.g. `Bearer resource_metadata="…"`.
         challenge: Option<HeaderValue>,
+        /// Why, safe to show the client (never the credential itself).
+        message: Cow<'static, str>,
     },
+    /// A valid credential without a scope the operation needs: 403 with a `WWW-Authenticate:
+    /// Bearer error="insufficient_scope", scope="…"` challenge so the client can step up, and
+    /// `data: {"oauth_error":"insufficient_scope"}`.
+    #[error("insufficient scope: {message}")]
+    InsufficientScope {
+        /// The `WWW-Authenticate` header value.
+        challenge: HeaderValue,
+        /// Which scope is missing, safe to show.
+        message: Cow<'static, str>,
+    },
+    /// A per-caller or per-session limit is reached (e.g. streams per session): 429.
+    #[error("too many requests: {0}")]
+    TooManyRequests(Cow<'static, str>),
     /// Authenticated but not allowed, or a disallowed `Origin`.
     #[error("forbidden: {0}")]
     Forbidden(Cow<'static, str>),
@@ -136,7 +151,8 @@ impl Error {
             Error::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Error::BodyRead(_) | Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
-            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::Forbidden(_) | Error::InsufficientScope { .. } => StatusCode::FORBIDDEN,
+            Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::JsonRpc { status, .. } | Error::JsonRpcWithData { status, .. } => *status,
             Error::InvalidParams { .. } => StatusCode::OK,
             Error::Conflict(_) => StatusCode::CONFLICT,
@@ -185,6 +201,14 @@ impl Error {
             Error::JsonRpcWithData { data, .. } => {
                 write_error_raw_data(&mut buf, self.id(), self.code(), &message, data);
             }
+            Error::Unauthorized { .. } => {
+                let data = br#"{"oauth_error":"invalid_token"}"#;
+                write_error_raw_data(&mut buf, None, self.code(), &message, data);
+            }
+            Error::InsufficientScope { .. } => {
+                let data = br#"{"oauth_error":"insufficient_scope"}"#;
+                write_error_raw_data(&mut buf, None, self.code(), &message, data);
+            }
             _ => jsonrpc::write_error(&mut buf, self.id(), self.code(), &message),
         }
 
@@ -198,7 +222,9 @@ impl Error {
             }
             Error::Unauthorized {
                 challenge: Some(challenge),
-            } => {
+                ..
+            }
+            | Error::InsufficientScope { challenge, .. } => {
                 headers.insert(WWW_AUTHENTICATE, challenge);
             }
             _ => {}
@@ -339,7 +365,14 @@ mod tests {
             (Error::UnsupportedMediaType("x"), 415),
             (Error::BodyRead("x".into()), 400),
             (Error::BadRequest("x".into()), 400),
-            (Error::Unauthorized { challenge: None }, 401),
+            (
+                Error::Unauthorized {
+                    challenge: None,
+                    message: "x".into(),
+                },
+                401,
+            ),
+            (Error::TooManyRequests("x".into()), 429),
             (Error::Forbidden("x".into()), 403),
             (Error::Conflict("x".into()), 409),
             (Error::Unavailable("x".into()), 503),
@@ -356,6 +389,7 @@ mod tests {
         let challenge = HeaderValue::from_static("Bearer resource_metadata=\"x\"");
         let response = Error::Unauthorized {
             challenge: Some(challenge),
+            message: "missing credential".into(),
         }
         .into_response();
         assert_eq!(

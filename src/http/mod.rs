@@ -12,6 +12,7 @@
 //! - [`error`]: [`Error`] and its one mapping to a response.
 
 pub mod body;
+pub mod cors;
 pub mod error;
 pub mod guard;
 pub mod negotiate;

@@ -66,6 +66,14 @@ pub enum Route<'a> {
     Metrics,
     /// `POST /admin/reload`.
     AdminReload,
+    /// `OPTIONS` on a route that browsers may call: a CORS preflight. `allow` lists the route's
+    /// methods; `public` is set for the protected-resource metadata (open to any origin).
+    Preflight {
+        /// The route's methods.
+        allow: &'static str,
+        /// Whether the route is public metadata.
+        public: bool,
+    },
 }
 
 /// Why no route answers a request.
@@ -96,6 +104,12 @@ const MAX_SEGMENTS: usize = 5;
 pub fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError> {
     if let Some(rest) = path.strip_prefix(PROTECTED_RESOURCE_PREFIX) {
         if rest.is_empty() || rest.starts_with('/') {
+            if method == Method::OPTIONS {
+                return Ok(Route::Preflight {
+                    allow: allow::GET,
+                    public: true,
+                });
+            }
             return only(
                 method,
                 &Method::GET,
@@ -131,6 +145,19 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError
                 client: decode_id(client, MAX_ID_LEN)?,
             };
             match tail {
+                ["mcp"] | ["sse"] | ["messages"] | ["tools"] | ["tools", _]
+                    if method == Method::OPTIONS =>
+                {
+                    let allow = match tail {
+                        ["mcp"] => allow::MCP,
+                        ["sse"] | ["tools"] => allow::GET,
+                        _ => allow::POST,
+                    };
+                    Ok(Route::Preflight {
+                        allow,
+                        public: false,
+                    })
+                }
                 ["mcp"] => mcp_methods(method, Route::Mcp(target)),
                 ["sse"] => only(method, &Method::GET, allow::GET, Route::LegacySse(target)),
                 ["messages"] => only(
@@ -238,6 +265,25 @@ mod tests {
             Ok(Route::Mcp(t("acme", "app"))),
         );
         check("PUT", "/runtime/acme/app/mcp", na(allow::MCP));
+        let preflight = |allow, public| Ok(Route::Preflight { allow, public });
+        check("OPTIONS", "/runtime/acme/app/mcp", preflight(allow::MCP, false));
+        check("OPTIONS", "/runtime/acme/app/sse", preflight(allow::GET, false));
+        check(
+            "OPTIONS",
+            "/runtime/acme/app/messages",
+            preflight(allow::POST, false),
+        );
+        check(
+            "OPTIONS",
+            "/runtime/acme/app/tools/x",
+            preflight(allow::POST, false),
+        );
+        check(
+            "OPTIONS",
+            "/.well-known/oauth-protected-resource/runtime/acme/app/mcp",
+            preflight(allow::GET, true),
+        );
+        check("OPTIONS", "/runtime/bad%20id/app/mcp", Err(RouteError::NotFound));
         check(
             "GET",
             "/runtime/a.b_c-D9/x/sse",

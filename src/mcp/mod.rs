@@ -10,6 +10,7 @@
 //!
 //! Layout, one file per family:
 //! - `dispatch.rs`: the method table and client notifications.
+//! - `audit.rs`: the audit record of each audited call (the one place calls are recorded).
 //! - `lifecycle.rs`: `initialize`, `ping`, `server/discover`, version negotiation.
 //! - `tools.rs`: `tools/list`, `tools/call` (and `discover_tool_schema`).
 //! - `resources.rs`, `prompts.rs`: the toolset system prompts as resources and prompts.
@@ -22,6 +23,7 @@
 //!
 //! Must not touch sockets or HTTP types: status codes are the transport's (`http/`) business.
 
+mod audit;
 mod dispatch;
 mod era;
 mod json;
@@ -40,9 +42,12 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::audit::Audit;
+use crate::auth::Caller;
 use crate::catalog::Snapshot;
 use crate::invoke::{CallContext, Invoker};
 use crate::jsonrpc::{ErrorCode, Payload};
+use crate::session::SessionId;
 
 pub use meta::{
     experimental_opt_in, meta_protocol_version, routing_name, stateless_meta, MetaInfo,
@@ -86,6 +91,12 @@ pub struct Scope<'a> {
     pub version: &'a str,
     /// Correlation ids of this call.
     pub call: &'a CallContext,
+    /// Who is calling (the authenticated caller, or `anonymous`).
+    pub caller: &'a Caller,
+    /// The session the request belongs to (handshake era), for audit records.
+    pub session: Option<SessionId>,
+    /// Which transport carried the request (`mcp`, `legacy_sse`), for audit records.
+    pub surface: &'static str,
 }
 
 /// What the server advertises for the `bos/source-results/v1` extension under
@@ -265,6 +276,8 @@ impl McpError {
 pub struct Dispatcher {
     config: DispatcherConfig,
     invoker: Arc<Invoker>,
+    /// Where call records go (disabled by default).
+    audit: Audit,
     /// JSON computed once from `config`: capabilities, serverInfo, era suffixes, discover.
     prepared: lifecycle::Prepared,
 }
@@ -276,8 +289,15 @@ impl Dispatcher {
         Self {
             config,
             invoker,
+            audit: Audit::disabled(),
             prepared,
         }
+    }
+
+    /// This dispatcher, recording every audited call to `audit`.
+    pub fn with_audit(mut self, audit: Audit) -> Self {
+        self.audit = audit;
+        self
     }
 
     /// The configuration it was built with.
@@ -292,7 +312,13 @@ impl Dispatcher {
         method: &str,
         params: Option<&Payload<'_>>,
     ) -> Result<Reply, McpError> {
-        dispatch::request(self, scope, method, params).await
+        if !self.audit.is_enabled() {
+            return dispatch::request(self, scope, method, params).await;
+        }
+        let started = std::time::Instant::now();
+        let outcome = dispatch::request(self, scope, method, params).await;
+        audit::record(&self.audit, scope, method, params, &outcome, started).await;
+        outcome
     }
 
     /// Handles one client notification.

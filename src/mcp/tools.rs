@@ -214,6 +214,7 @@ mod tests {
         let config = crate::catalog::load::parse("", "t").unwrap();
         let snapshot = Snapshot::build(&config, 1, None).unwrap();
         let ctx = CallContext::new(None);
+        let caller = crate::auth::Caller::anonymous("t", "c");
         let scope = Scope {
             tenant: "t",
             client: "c",
@@ -221,6 +222,9 @@ mod tests {
             era,
             version: "v",
             call: &ctx,
+            caller: &caller,
+            session: None,
+            surface: "mcp",
         };
         let got = write(&d, &scope);
         assert_eq!(std::str::from_utf8(&got).unwrap(), expected);

@@ -14,12 +14,15 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::BytesMut;
 use http::header::CONTENT_TYPE;
 use http::request::Parts;
 use http::{Response, StatusCode};
 
+use crate::access::{Access, Admitted, Endpoint};
+use crate::audit::{Audit, CallType, Record};
 use crate::catalog::{self, Catalog};
 use crate::http::error::SERVER_ERROR;
 use crate::http::negotiate::is_json_content_type;
@@ -43,20 +46,37 @@ pub struct Rest {
     pub invoker: Arc<Invoker>,
     /// Largest request body accepted (413 past it).
     pub max_body_bytes: usize,
+    /// The gate (per-tool scopes) and the audit trail.
+    pub access: Arc<Access>,
+    /// Where call records go.
+    pub audit: Audit,
 }
 
 impl Rest {
     /// `GET …/tools`: `{"tools":[…]}` copied from the snapshot's precomputed listing bytes.
-    pub fn list_tools(&self, target: &Target<'_>) -> Result<Response<Body>, Error> {
-        let snapshot = self.catalog.current();
-        let view = snapshot
+    pub async fn list_tools(
+        &self,
+        parts: &Parts,
+        target: &Target<'_>,
+        admitted: &Admitted,
+    ) -> Result<Response<Body>, Error> {
+        let started = Instant::now();
+        let view = admitted
+            .snapshot
             .client(&target.tenant, &target.client)
             .ok_or_else(|| not_found("unknown tenant or client application"))?;
         let mut buf = BytesMut::with_capacity(view.tools_list_len() + 16);
         buf.extend_from_slice(b"{\"tools\":");
         view.write_tools_list(&mut buf);
         buf.extend_from_slice(b"}");
-        Ok(response::json(StatusCode::OK, buf.freeze()))
+        let body = buf.freeze();
+        if self.audit.is_enabled() {
+            let ctx = CallContext::from_headers(&parts.headers);
+            let mut record = record(&ctx, admitted, CallType::ToolsList, None, "ok", started);
+            record.tools_list = view.log_list_payloads().then(|| body.clone());
+            self.audit.record(record).await;
+        }
+        Ok(response::json(StatusCode::OK, body))
     }
 
     /// `POST …/tools/{name}`: validates and translates the JSON object body, calls the
@@ -67,14 +87,35 @@ impl Rest {
         body: B,
         target: &Target<'_>,
         name: &str,
+        admitted: Admitted,
     ) -> Result<Response<Body>, Error>
     where
         B: http_body::Body,
         B::Error: std::fmt::Display,
     {
+        let started = Instant::now();
         let ctx = CallContext::from_headers(&parts.headers);
-        let result = self.call_inner(parts, body, target, name, &ctx).await;
+        let mut logged = Logged::default();
+        let result = self
+            .call_inner(parts, body, target, name, &ctx, &admitted, &mut logged)
+            .await;
         let mut response = result.unwrap_or_else(Error::into_response);
+        if self.audit.is_enabled() {
+            let call_type = if name == catalog::schema::DISCOVER_TOOL_NAME {
+                CallType::SchemaDiscovery
+            } else {
+                CallType::ToolCall
+            };
+            let status = response.status();
+            let outcome = if status.is_success() { "ok" } else { "error" };
+            let mut record = record(&ctx, &admitted, call_type, Some(name), outcome, started);
+            if !status.is_success() {
+                record.error_code = Some(status.as_u16().to_string());
+            }
+            record.request = logged.request;
+            record.response = logged.response;
+            self.audit.record(record).await;
+        }
         let headers = response.headers_mut();
         headers.insert(EXECUTION_ID_HEADER, ctx.execution_id.header_value());
         if let Some(external) = &ctx.external_correlation_id {
@@ -93,13 +134,15 @@ impl Rest {
         target: &Target<'_>,
         name: &str,
         ctx: &CallContext,
+        admitted: &Admitted,
+        logged: &mut Logged,
     ) -> Result<Response<Body>, Error>
     where
         B: http_body::Body,
         B::Error: std::fmt::Display,
     {
         // Resolve before reading the body: an unknown tool is 404 whatever was sent.
-        let snapshot = self.catalog.current();
+        let snapshot = &admitted.snapshot;
         let view = snapshot
             .client(&target.tenant, &target.client)
             .ok_or_else(|| not_found("unknown tenant or client application"))?;
@@ -109,6 +152,13 @@ impl Rest {
             None if is_discovery => None,
             None => return Err(not_found("unknown tool")),
         };
+        self.access.require_scope(
+            &admitted.caller,
+            view,
+            Endpoint::Rest,
+            tool.and_then(|tool| tool.def.scope.as_deref()),
+        )?;
+        let log_payloads = self.audit.is_enabled() && tool.is_some_and(|t| t.def.log_payloads);
 
         // A body with a declared type must be JSON; a missing Content-Type is read as JSON, as
         // curl users expect.
@@ -123,6 +173,9 @@ impl Rest {
             buf.clear();
             buf.extend_from_slice(b"{}");
         }
+        if log_payloads {
+            logged.request = Some(bytes::Bytes::copy_from_slice(&buf));
+        }
         let args = simd_json::to_borrowed_value(&mut buf)
             .map_err(|_| invalid_arguments("the body is not valid JSON".into()))?;
         if !matches!(args, simd_json::BorrowedValue::Object(_)) {
@@ -132,7 +185,7 @@ impl Rest {
         }
 
         let Some(tool) = tool else {
-            return discover(&snapshot, target, &args);
+            return discover(snapshot, target, &args);
         };
         let policy =
             CorrelationPolicy::from_model(&tool.correlation).map_err(|_| Error::Internal)?;
@@ -141,7 +194,44 @@ impl Rest {
             .call(&tool.plan, &policy, ctx, &args)
             .await
             .map_err(invoke_error)?;
+        if log_payloads {
+            logged.response = Some(output.body.clone());
+        }
         Ok(response::json(StatusCode::OK, output.body))
+    }
+}
+
+/// Payloads captured for the audit record of a tool with `log_payloads`.
+#[derive(Debug, Default)]
+struct Logged {
+    request: Option<bytes::Bytes>,
+    response: Option<bytes::Bytes>,
+}
+
+/// The audit record of one REST call.
+fn record(
+    ctx: &CallContext,
+    admitted: &Admitted,
+    call_type: CallType,
+    tool: Option<&str>,
+    outcome: &'static str,
+    started: Instant,
+) -> Record {
+    Record {
+        execution_id: Some(ctx.execution_id.as_str().to_owned()),
+        external_correlation_id: ctx
+            .external_correlation_id
+            .as_ref()
+            .map(|id| id.as_str().to_owned()),
+        tenant: admitted.caller.tenant.clone(),
+        client: admitted.caller.client.clone(),
+        caller: admitted.caller.caller_id.clone(),
+        surface: Endpoint::Rest.surface(),
+        call_type: Some(call_type),
+        tool: tool.map(str::to_owned),
+        outcome,
+        duration_us: crate::access::micros(started),
+        ..Record::default()
     }
 }
 

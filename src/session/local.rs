@@ -109,7 +109,8 @@ impl LocalStore {
             let mut shard = self.shard(id);
             match shard.get(id) {
                 Some(record) if record.owner.is(owner) => shard.remove(id),
-                _ => None,
+                Some(_) => return Err(SessionError::Foreign),
+                None => None,
             }
         };
         let Some(record) = removed else {
@@ -202,7 +203,7 @@ impl LocalStore {
             return Err(SessionError::NotFound);
         };
         if !record.owner.is(owner) {
-            return Err(SessionError::NotFound);
+            return Err(SessionError::Foreign);
         }
         if record.is_expired(now, self.config.idle, self.config.init_timeout) {
             let removed = shard.remove(id);
@@ -355,16 +356,16 @@ mod tests {
         check(A, Ok(()));
         check(
             Owner::new("t2", "c", "anonymous"),
-            Err(SessionError::NotFound),
+            Err(SessionError::Foreign),
         );
         check(
             Owner::new("t", "c2", "anonymous"),
-            Err(SessionError::NotFound),
+            Err(SessionError::Foreign),
         );
-        check(Owner::new("t", "c", "mallory"), Err(SessionError::NotFound));
+        check(Owner::new("t", "c", "mallory"), Err(SessionError::Foreign));
         check(
             Owner::new("tc", "", "anonymous"),
-            Err(SessionError::NotFound),
+            Err(SessionError::Foreign),
         );
     }
 
@@ -373,7 +374,7 @@ mod tests {
         let store = store(10);
         let id = store.create(new(A)).unwrap();
         let other = Owner::new("t", "c", "mallory");
-        assert_eq!(store.delete(&id, other), Err(SessionError::NotFound));
+        assert_eq!(store.delete(&id, other), Err(SessionError::Foreign));
         assert!(store.validate(&id, A).is_ok());
         assert_eq!(store.delete(&id, A), Ok(()));
         assert_eq!(store.delete(&id, A), Err(SessionError::NotFound));

@@ -70,6 +70,10 @@ pub enum SessionError {
     /// transport answers 404 so the client initializes afresh.
     #[error("session not found")]
     NotFound,
+    /// The session exists but another tenant, client or caller opened it. Callers answer it
+    /// exactly like [`SessionError::NotFound`]; it is separate only so the attempt is audited.
+    #[error("session not found")]
+    Foreign,
     /// The tenant already holds its maximum number of sessions.
     #[error("tenant session cap reached ({cap})")]
     TenantCapReached {

@@ -13,9 +13,9 @@ use super::{Handshake, NewSession, Owner, SessionError, SessionId, SessionInfo};
 ///
 /// The contract every implementation keeps:
 /// - **Ownership is identity.** A session answers only to the exact [`Owner`] (tenant, client,
-///   caller) that created it. Any mismatch is indistinguishable from an unknown id:
-///   [`SessionError::NotFound`], with no side effect (last-seen is not refreshed, nothing is
-///   deleted).
+///   caller) that created it. Any mismatch fails with [`SessionError::Foreign`], with no side
+///   effect (last-seen is not refreshed, nothing is deleted); the transport answers it exactly
+///   like [`SessionError::NotFound`] (no oracle) and audits it as a security event.
 /// - **Expired is unknown.** A session idle for longer than the idle timeout, or not
 ///   initialized within the init timeout, is `NotFound` from the moment it expires, whether or
 ///   not a sweep has removed it yet.

@@ -40,7 +40,8 @@ use crate::jsonrpc::{Id, Message};
 use crate::mcp::{
     names, Era, NotificationEffect, Reply, Scope, DEFAULT_HANDSHAKE_VERSION, HANDSHAKE_VERSIONS,
 };
-use crate::session::{NewSession, Owner, SessionError, SessionId, SessionInfo, ANONYMOUS_CALLER};
+use crate::auth::Caller;
+use crate::session::{NewSession, Owner, SessionError, SessionId, SessionInfo};
 
 /// A request's validated session.
 #[derive(Debug, Clone)]
@@ -51,10 +52,11 @@ pub struct Bound {
     pub info: SessionInfo,
 }
 
-/// The owner a session of this target is bound to. Until authentication exists every caller is
-/// [`ANONYMOUS_CALLER`].
-pub fn owner<'a>(target: &'a Target<'_>) -> Owner<'a> {
-    Owner::new(&target.tenant, &target.client, ANONYMOUS_CALLER)
+/// The owner a session of this target is bound to: tenant and client from the path, and the
+/// authenticated caller. A request naming a session whose owner differs is answered exactly like
+/// one naming an unknown session (404), protocol/auth.md §7.5.
+pub fn owner<'a>(target: &'a Target<'_>, caller: &'a Caller) -> Owner<'a> {
+    Owner::new(&target.tenant, &target.client, &caller.caller_id)
 }
 
 /// Handles one handshake-era POST.
@@ -65,6 +67,7 @@ pub async fn post(
     message: Message<'_>,
     target: &Target<'_>,
     snapshot: &Snapshot,
+    caller: &Caller,
 ) -> Result<Response<Body>, Error> {
     let is_initialize = matches!(
         message,
@@ -74,7 +77,7 @@ pub async fn post(
         }
     );
     let header_version = header_version(parts, is_initialize)?;
-    let owner = owner(target);
+    let owner = owner(target, caller);
     let session = if is_initialize || !transport.settings.sessions_enabled {
         // "Accept a stale Mcp-Session-Id on initialize": it mints a new session anyway.
         None
@@ -99,6 +102,9 @@ pub async fn post(
         era: Era::Handshake,
         version,
         call: &call,
+        caller,
+        session: session.as_ref().map(|bound| bound.id),
+        surface: "mcp",
     };
 
     match message {
@@ -313,12 +319,10 @@ pub async fn validate(
     owner: Owner<'_>,
 ) -> Result<Bound, Error> {
     let id = SessionId::parse(text).ok_or_else(session_not_found)?;
-    let info = transport
-        .sessions
-        .validate(&id, owner)
-        .await
-        .map_err(session_error)?;
-    Ok(Bound { id, info })
+    match transport.sessions.validate(&id, owner).await {
+        Ok(info) => Ok(Bound { id, info }),
+        Err(err) => Err(transport.session_failure(err, owner, &id, "mcp").await),
+    }
 }
 
 /// 404: "A session id the server does not recognise … is always answered with HTTP 404, which
@@ -345,7 +349,7 @@ pub fn session_required() -> Error {
 /// A store failure as an HTTP error.
 pub fn session_error(err: SessionError) -> Error {
     match err {
-        SessionError::NotFound => session_not_found(),
+        SessionError::NotFound | SessionError::Foreign => session_not_found(),
         SessionError::TenantCapReached { .. } => {
             Error::Unavailable("the tenant's session limit is reached".into())
         }
@@ -358,6 +362,7 @@ pub async fn get(
     transport: &Transport,
     parts: &Parts,
     target: &Target<'_>,
+    caller: &Caller,
 ) -> Result<Response<Body>, Error> {
     let settings = &transport.settings;
     if !settings.sessions_enabled {
@@ -375,7 +380,7 @@ pub async fn get(
         return Err(Error::NotAcceptable("Accept must allow text/event-stream"));
     }
     header_version(parts, false)?;
-    let owner = owner(target);
+    let owner = owner(target, caller);
     // A standalone stream belongs to a session.
     let bound = session_from_header(transport, parts, owner)
         .await?
@@ -427,20 +432,19 @@ pub async fn delete(
     transport: &Transport,
     parts: &Parts,
     target: &Target<'_>,
+    caller: &Caller,
 ) -> Result<Response<Body>, Error> {
     if !transport.settings.sessions_enabled {
         return Err(Error::MethodNotAllowed { allow: "POST" });
     }
-    let owner = owner(target);
+    let owner = owner(target, caller);
     let Some(value) = parts.headers.get(MCP_SESSION_ID) else {
         return Err(session_required());
     };
     let id = SessionId::parse(value.as_bytes()).ok_or_else(session_not_found)?;
-    transport
-        .sessions
-        .delete(&id, owner)
-        .await
-        .map_err(session_error)?;
+    if let Err(err) = transport.sessions.delete(&id, owner).await {
+        return Err(transport.session_failure(err, owner, &id, "mcp").await);
+    }
     transport.streams.close_session(&id);
     transport.inflight.cancel_all(&id);
     Ok(response::empty(StatusCode::NO_CONTENT))

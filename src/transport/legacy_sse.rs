@@ -27,11 +27,13 @@ use super::stream::StreamKind;
 use super::{streamable, Transport, MCP_SESSION_ID};
 use crate::http::negotiate::{is_json_content_type, Accept};
 use crate::http::response::{self, Body};
-use crate::http::{guard, Error, Target};
+use crate::http::{Error, Target};
 use crate::invoke::CallContext;
 use crate::jsonrpc::{self, Message};
 use crate::mcp::{Era, NotificationEffect, Reply, Scope};
-use crate::session::{Handshake, NewSession, Owner, ANONYMOUS_CALLER};
+use crate::access::{Admitted, Endpoint};
+use crate::auth::Caller;
+use crate::session::{Handshake, NewSession, Owner};
 
 /// The version a legacy session holds until its `initialize` negotiates one.
 pub const LEGACY_VERSION: &str = "2024-11-05";
@@ -51,20 +53,15 @@ pub async fn open(
     transport: &Arc<Transport>,
     parts: &Parts,
     target: &Target<'_>,
+    caller: &Caller,
 ) -> Result<Response<Body>, Error> {
     enabled(transport)?;
-    guard::check_origin(
-        &parts.headers,
-        &parts.uri,
-        &transport.settings.allowed_origins,
-    )?;
-    streamable::known_client(&transport.catalog.current(), target)?;
     let accept = Accept::from_headers(&parts.headers);
     if !accept.accepts_sse() {
         return Err(Error::NotAcceptable("Accept must allow text/event-stream"));
     }
 
-    let owner = owner(target);
+    let owner = owner(target, caller);
     let new = NewSession {
         owner,
         version: LEGACY_VERSION,
@@ -100,9 +97,10 @@ pub async fn open(
     let writer = opened.writer;
     let watcher = Arc::clone(transport);
     let (tenant, client) = (target.tenant.to_string(), target.client.to_string());
+    let caller_id = Arc::clone(&caller.caller_id);
     tokio::spawn(async move {
         writer.closed().await;
-        let owner = Owner::new(&tenant, &client, ANONYMOUS_CALLER);
+        let owner = Owner::new(&tenant, &client, &caller_id);
         let _ = watcher.sessions.delete(&id, owner).await;
         watcher.streams.close_session(&id);
     });
@@ -120,26 +118,21 @@ pub async fn post<B>(
     parts: &Parts,
     body: B,
     target: &Target<'_>,
+    admitted: Admitted,
 ) -> Result<Response<Body>, Error>
 where
     B: http_body::Body,
     B::Error: std::fmt::Display,
 {
     enabled(transport)?;
-    guard::check_origin(
-        &parts.headers,
-        &parts.uri,
-        &transport.settings.allowed_origins,
-    )?;
-    let snapshot = transport.catalog.current();
-    streamable::known_client(&snapshot, target)?;
+    let Admitted { snapshot, caller } = admitted;
     let session_text = session_query(parts.uri.query()).ok_or_else(|| Error::JsonRpc {
         status: StatusCode::BAD_REQUEST,
         code: crate::http::error::SERVER_ERROR,
         message: "the sessionId query parameter is required".into(),
         id: None,
     })?;
-    let owner = owner(target);
+    let owner = owner(target, &caller);
     let bound = handshake::validate(transport, session_text.as_bytes(), owner).await?;
     let is_json = parts
         .headers
@@ -155,6 +148,14 @@ where
     let raw = buf.to_vec();
     let mut parsed = buf;
     let message = jsonrpc::parse(&mut parsed).map_err(streamable::parse_error)?;
+    streamable::check_tool_scope(
+        transport,
+        &snapshot,
+        target,
+        &caller,
+        Endpoint::LegacySse,
+        &message,
+    )?;
     let call = CallContext::from_headers(&parts.headers);
 
     match message {
@@ -166,7 +167,7 @@ where
                 let Ok(Message::Request { id, method, params }) = jsonrpc::parse(&mut raw) else {
                     return;
                 };
-                let owner = Owner::new(&tenant, &client, ANONYMOUS_CALLER);
+                let owner = Owner::new(&tenant, &client, &caller.caller_id);
                 let scope = Scope {
                     tenant: &tenant,
                     client: &client,
@@ -174,6 +175,9 @@ where
                     era: Era::Handshake,
                     version: bound.info.version,
                     call: &call,
+                    caller: &caller,
+                    session: Some(bound.id),
+                    surface: "legacy_sse",
                 };
                 let (_registration, abort) =
                     transport.inflight.register(bound.id, id.to_owned_id());
@@ -217,6 +221,9 @@ where
                 era: Era::Handshake,
                 version: bound.info.version,
                 call: &call,
+                caller: &caller,
+                session: Some(bound.id),
+                surface: "legacy_sse",
             };
             match transport
                 .dispatcher

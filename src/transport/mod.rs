@@ -26,10 +26,13 @@ use std::time::Duration;
 
 use http::HeaderName;
 
+use crate::access::Access;
+use crate::audit::{Audit, CallType, Record};
 use crate::catalog::Catalog;
 use crate::http::Drain;
 use crate::mcp::Dispatcher;
-use crate::session::{SessionId, Sessions};
+use crate::metrics::Metrics;
+use crate::session::{Owner, SessionError, SessionId, Sessions};
 use stream::StreamRegistry;
 
 /// Default interval between `: keepalive` comments on an idle SSE stream; a stream idle this
@@ -121,4 +124,50 @@ pub struct Transport {
     pub streams: StreamRegistry,
     /// Handshake-era requests in flight per session, for `notifications/cancelled`.
     pub inflight: inflight::InFlight<SessionId>,
+    /// The request gate: challenges, per-tool scopes, metadata URLs.
+    pub access: Arc<Access>,
+    /// The audit trail (session rejections are security events).
+    pub audit: Audit,
+    /// Process metrics (active sessions and streams per tenant).
+    pub metrics: Arc<Metrics>,
+}
+
+impl Transport {
+    /// The HTTP error of a failed session lookup. A session owned by another tenant, client or
+    /// caller ([`SessionError::Foreign`]) is answered exactly like an unknown one (404) and
+    /// recorded as a `session_rejected` security event: someone presented a live session id
+    /// that is not theirs.
+    pub async fn session_failure(
+        &self,
+        err: SessionError,
+        owner: Owner<'_>,
+        session: &SessionId,
+        surface: &'static str,
+    ) -> crate::http::Error {
+        if err == SessionError::Foreign {
+            tracing::warn!(
+                tenant = owner.tenant,
+                client = owner.client,
+                caller = owner.caller,
+                surface,
+                "request named a session owned by another caller"
+            );
+            if self.audit.is_enabled() {
+                let record = Record {
+                    tenant: owner.tenant.into(),
+                    client: owner.client.into(),
+                    caller: owner.caller.into(),
+                    session: Some(session.encode().as_str().to_owned()),
+                    surface,
+                    call_type: Some(CallType::SessionRejected),
+                    outcome: "rejected",
+                    error_code: Some("404".to_owned()),
+                    detail: Some("session owned by another tenant, client or caller".to_owned()),
+                    ..Record::default()
+                };
+                self.audit.record(record).await;
+            }
+        }
+        handshake::session_error(err)
+    }
 }

@@ -34,7 +34,8 @@ use crate::invoke::CallContext;
 use crate::jsonrpc::{self, ErrorCode, Id, Message, OwnedId, Payload};
 use crate::mcp::subscriptions::SubscriptionFilter;
 use crate::mcp::{self, Era, McpError, Reply, Scope};
-use crate::session::{Owner, ANONYMOUS_CALLER};
+use crate::auth::Caller;
+use crate::session::Owner;
 use crate::sse;
 
 /// -32020 HeaderMismatch (2026-07-28).
@@ -48,6 +49,7 @@ pub async fn post(
     message: Message<'_>,
     target: &Target<'_>,
     snapshot: &Snapshot,
+    caller: &Caller,
 ) -> Result<Response<Body>, Error> {
     let (id, method, params) = match message {
         Message::Request { id, method, params } => (id, method, params),
@@ -68,6 +70,9 @@ pub async fn post(
         era: Era::Stateless,
         version,
         call: &call,
+        caller,
+        session: None,
+        surface: "mcp",
     };
     let outcome = transport.dispatcher.request(&scope, method, params).await;
     match &outcome {
@@ -76,7 +81,7 @@ pub async fn post(
                 return Err(mcp_error(status, err, id));
             }
         }
-        Ok(Reply::Listen(filter)) => return listen(transport, id, *filter, target).await,
+        Ok(Reply::Listen(filter)) => return listen(transport, id, *filter, target, caller).await,
         Ok(_) => {}
     }
     let framing = framing(accept, transport.settings.prefer_sse);
@@ -192,9 +197,10 @@ async fn listen(
     id: Id<'_>,
     filter: SubscriptionFilter,
     target: &Target<'_>,
+    caller: &Caller,
 ) -> Result<Response<Body>, Error> {
     let subscription_id = Bytes::copy_from_slice(id.to_owned_id().as_json());
-    let owner = Owner::new(&target.tenant, &target.client, ANONYMOUS_CALLER);
+    let owner = Owner::new(&target.tenant, &target.client, &caller.caller_id);
     let kind = StreamKind::Listen {
         subscription_id: subscription_id.clone(),
         filter,

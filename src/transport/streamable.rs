@@ -1,8 +1,9 @@
 //! Streamable HTTP, `POST|GET|DELETE /runtime/{tenant}/{client}/mcp`: the shared front of both
 //! protocol eras, and the per-request era classification (protocol/mcp.md §6.7).
 //!
-//! POST pipeline: Origin (403) → tenant and client (404) → Accept (406) → Content-Type (415) →
-//! body (413) → JSON-RPC parse (400, `"id": null` unless the id could be read) → era:
+//! POST pipeline: [the gate](crate::access) (Origin 403, tenant and client 404, credential
+//! 401/403) → Accept (406) → Content-Type (415) → body (413) → JSON-RPC parse (400, `"id": null`
+//! unless the id could be read) → the called tool's own scope (403) → era:
 //! - a body whose `params._meta` names a protocol version, or an `MCP-Protocol-Version` header
 //!   naming a version outside the handshake era (except on `initialize`, which negotiates in the
 //!   body whatever the header says: §8 point 11) → [`stateless`];
@@ -16,52 +17,67 @@ use http::request::Parts;
 use http::{Method, Response, StatusCode};
 
 use super::{handshake, stateless, Transport, MCP_PROTOCOL_VERSION, META_PROTOCOL_VERSION};
+use crate::access::{Admitted, Endpoint};
+use crate::auth::Caller;
 use crate::catalog::Snapshot;
 use crate::http::negotiate::{is_json_content_type, Accept};
 use crate::http::response::Body;
 use crate::http::router::allow;
-use crate::http::{body, guard, Error, Target};
+use crate::http::{body, Error, Target};
 use crate::jsonrpc::{self, ErrorCode, Message, Payload};
-use crate::mcp::{Era, HANDSHAKE_VERSIONS};
+use crate::mcp::{names, Era, HANDSHAKE_VERSIONS};
 
-/// Handles one request on the MCP endpoint.
+/// Handles one request on the MCP endpoint, after the gate ([`crate::access`]) admitted it:
+/// Origin, tenant and client, and the caller's credential are checked already.
 pub async fn handle<B>(
     transport: &Transport,
     parts: &Parts,
     body: B,
     target: &Target<'_>,
+    admitted: Admitted,
 ) -> Result<Response<Body>, Error>
 where
     B: http_body::Body,
     B::Error: std::fmt::Display,
 {
-    guard::check_origin(
-        &parts.headers,
-        &parts.uri,
-        &transport.settings.allowed_origins,
-    )?;
-    let snapshot = transport.catalog.current();
-    known_client(&snapshot, target)?;
-
+    let Admitted { snapshot, caller } = admitted;
     match parts.method {
-        Method::POST => post(transport, parts, body, target, &snapshot).await,
-        Method::GET => handshake::get(transport, parts, target).await,
-        Method::DELETE => handshake::delete(transport, parts, target).await,
+        Method::POST => post(transport, parts, body, target, &snapshot, &caller).await,
+        Method::GET => handshake::get(transport, parts, target, &caller).await,
+        Method::DELETE => handshake::delete(transport, parts, target, &caller).await,
         _ => Err(Error::MethodNotAllowed { allow: allow::MCP }),
     }
 }
 
-/// 404 with a JSON-RPC body when the snapshot has no such tenant and client application.
-pub fn known_client(snapshot: &Snapshot, target: &Target<'_>) -> Result<(), Error> {
-    if snapshot.client(&target.tenant, &target.client).is_none() {
-        return Err(Error::JsonRpc {
-            status: StatusCode::NOT_FOUND,
-            code: crate::http::error::SERVER_ERROR,
-            message: "unknown tenant or client application".into(),
-            id: None,
-        });
-    }
-    Ok(())
+/// 403 `insufficient_scope` when `message` calls a tool whose own scope the caller lacks (the
+/// tenant's baseline scopes were checked by the gate). Runs before dispatch in both eras, so the
+/// refusal is an HTTP status the client can act on, not an in-band result.
+pub fn check_tool_scope(
+    transport: &Transport,
+    snapshot: &Snapshot,
+    target: &Target<'_>,
+    caller: &Caller,
+    endpoint: Endpoint,
+    message: &Message<'_>,
+) -> Result<(), Error> {
+    let Message::Request {
+        method: method @ names::TOOLS_CALL,
+        params,
+        ..
+    } = message
+    else {
+        return Ok(());
+    };
+    let Some(name) = crate::mcp::meta::routing_name(method, params.as_ref()) else {
+        return Ok(());
+    };
+    let Some(view) = snapshot.client(&target.tenant, &target.client) else {
+        return Ok(());
+    };
+    let scope = view.tool(name).and_then(|tool| tool.def.scope.as_deref());
+    transport
+        .access
+        .require_scope(caller, view, endpoint, scope)
 }
 
 /// Reads and parses a POST body after the media-type checks shared by every MCP POST.
@@ -117,6 +133,7 @@ async fn post<B>(
     body: B,
     target: &Target<'_>,
     snapshot: &Snapshot,
+    caller: &Caller,
 ) -> Result<Response<Body>, Error>
 where
     B: http_body::Body,
@@ -125,13 +142,21 @@ where
     let accept = check_post_headers(parts)?;
     let mut buf = read_body(parts, body, transport.settings.max_body_bytes).await?;
     let message = jsonrpc::parse(&mut buf).map_err(parse_error)?;
+    check_tool_scope(
+        transport,
+        snapshot,
+        target,
+        caller,
+        Endpoint::Mcp,
+        &message,
+    )?;
 
     match classify(parts, &message) {
         Era::Stateless => {
-            stateless::post(transport, parts, &accept, message, target, snapshot).await
+            stateless::post(transport, parts, &accept, message, target, snapshot, caller).await
         }
         Era::Handshake => {
-            handshake::post(transport, parts, &accept, message, target, snapshot).await
+            handshake::post(transport, parts, &accept, message, target, snapshot, caller).await
         }
     }
 }

@@ -234,6 +234,7 @@ impl Fixture {
             panic!("not a request");
         };
         let ctx = CallContext::new(None);
+        let caller = sluice::auth::Caller::anonymous("t1", "c1");
         let scope = Scope {
             tenant: "t1",
             client,
@@ -244,6 +245,9 @@ impl Fixture {
                 Era::Stateless => "2026-07-28",
             },
             call: &ctx,
+            caller: &caller,
+            session: None,
+            surface: "mcp",
         };
         self.dispatcher
             .request(&scope, method, params.as_ref())
@@ -899,6 +903,7 @@ async fn listen_returns_the_filter_and_builds_its_messages() {
 async fn cancellation_names_the_request_id_as_its_json_text() {
     let f = fixture(100).await;
     let ctx = CallContext::new(None);
+    let caller = sluice::auth::Caller::anonymous("t1", "c1");
     let scope = |era| Scope {
         tenant: "t1",
         client: "c1",
@@ -906,6 +911,9 @@ async fn cancellation_names_the_request_id_as_its_json_text() {
         era,
         version: "2025-11-25",
         call: &ctx,
+        caller: &caller,
+        session: None,
+        surface: "mcp",
     };
     // Each request id as the in-flight request would hold it (OwnedId::as_json).
     for id in [

@@ -98,7 +98,7 @@ async fn uninitialized_sessions_expire_after_the_init_timeout() {
 }
 
 #[tokio::test]
-async fn ownership_mismatch_is_not_found_and_has_no_effect() {
+async fn ownership_mismatch_is_foreign_and_has_no_effect() {
     let sessions = Sessions::local(config());
     let id = initialized(&sessions, ALICE).await;
     for intruder in [
@@ -108,15 +108,15 @@ async fn ownership_mismatch_is_not_found_and_has_no_effect() {
     ] {
         assert_eq!(
             sessions.validate(&id, intruder).await,
-            Err(SessionError::NotFound)
+            Err(SessionError::Foreign)
         );
         assert_eq!(
             sessions.mark_initialized(&id, intruder).await,
-            Err(SessionError::NotFound)
+            Err(SessionError::Foreign)
         );
         assert_eq!(
             sessions.delete(&id, intruder).await,
-            Err(SessionError::NotFound)
+            Err(SessionError::Foreign)
         );
     }
     // Unknown ids look exactly the same.
@@ -171,7 +171,7 @@ async fn legacy_handshake_updates_the_session() {
     assert_eq!(&info.client_info[..], br#"{"name":"late"}"#);
     assert_eq!(
         sessions.set_handshake(&id, BOB, handshake).await,
-        Err(SessionError::NotFound)
+        Err(SessionError::Foreign)
     );
 }
 

@@ -1,0 +1,260 @@
+//! The gate every tenant-scoped request passes before its surface sees it: `Origin`, tenant and
+//! client, credential → [`Caller`], per-tool scopes, and the protected-resource metadata those
+//! challenges point at.
+//!
+//! Order (each step's failure is final): Origin (403, DNS-rebinding guard) → tenant and client
+//! known to the current snapshot (404) → credential (401 with `WWW-Authenticate: Bearer
+//! resource_metadata="…"`, or 403 `insufficient_scope`). A refused credential is audited as an
+//! `auth_failure`. URLs in challenges and metadata are built from the configured public base URL
+//! (`[server] public_url`), never from `Host`, so they are right behind proxies.
+//!
+//! Owns the mapping of [`AuthError`] to HTTP errors; must not validate credentials itself (that is
+//! [`crate::auth`]) nor know MCP methods beyond "which tool does this call name".
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::request::Parts;
+use http::StatusCode;
+
+use crate::audit::{Audit, CallType, Record};
+use crate::auth::{self, challenge, prm, AuthError, Authenticator, Caller};
+use crate::catalog::{ClientView, Snapshot};
+use crate::http::error::SERVER_ERROR;
+use crate::http::{guard, Error, Target};
+use crate::invoke::correlation::external_from_headers;
+
+/// Which endpoint of a tenant's client application a request addresses; decides the resource
+/// URL (the default JWT audience) and the metadata a challenge points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/runtime/{t}/{c}/mcp`.
+    Mcp,
+    /// `/runtime/{t}/{c}/sse` and its `/messages` companion: one resource, so a token obtained
+    /// for the legacy stream also posts its messages.
+    LegacySse,
+    /// `/runtime/{t}/{c}/tools` and `/tools/{name}` (REST).
+    Rest,
+}
+
+impl Endpoint {
+    /// The last path segment of the endpoint's resource URL.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Endpoint::Mcp => "mcp",
+            Endpoint::LegacySse => "sse",
+            Endpoint::Rest => "tools",
+        }
+    }
+
+    /// The audit `surface` of requests to this endpoint.
+    pub fn surface(self) -> &'static str {
+        match self {
+            Endpoint::Mcp => "mcp",
+            Endpoint::LegacySse => "legacy_sse",
+            Endpoint::Rest => "rest",
+        }
+    }
+}
+
+/// The path of an endpoint's resource, e.g. `/runtime/acme/app/mcp`.
+pub fn endpoint_path(tenant: &str, client: &str, endpoint: Endpoint) -> String {
+    format!("/runtime/{tenant}/{client}/{}", endpoint.suffix())
+}
+
+/// What a request that passed the gate carries on.
+#[derive(Debug)]
+pub struct Admitted {
+    /// The snapshot read at the start of the request (surfaces use this one, not a newer one).
+    pub snapshot: Arc<Snapshot>,
+    /// Who is calling.
+    pub caller: Caller,
+}
+
+/// The gate. One per server; cheap to share.
+#[derive(Debug)]
+pub struct Access {
+    authenticator: Authenticator,
+    /// `scheme://host[:port]` without a trailing slash.
+    public_base: Arc<str>,
+    allowed_origins: Vec<String>,
+    audit: Audit,
+}
+
+impl Access {
+    /// A gate validating API keys with `pepper`, building URLs on `public_base`.
+    pub fn new(
+        authenticator: Authenticator,
+        public_base: &str,
+        allowed_origins: Vec<String>,
+        audit: Audit,
+    ) -> Self {
+        Self {
+            authenticator,
+            public_base: public_base.trim_end_matches('/').into(),
+            allowed_origins,
+            audit,
+        }
+    }
+
+    /// The public base URL (`scheme://host[:port]`).
+    pub fn public_base(&self) -> &str {
+        &self.public_base
+    }
+
+    /// Origins allowed besides the server's own.
+    pub fn allowed_origins(&self) -> &[String] {
+        &self.allowed_origins
+    }
+
+    /// Runs the gate for a request to `endpoint` of `target`.
+    pub async fn admit(
+        &self,
+        parts: &Parts,
+        target: &Target<'_>,
+        endpoint: Endpoint,
+        snapshot: Arc<Snapshot>,
+    ) -> Result<Admitted, Error> {
+        guard::check_origin(&parts.headers, &parts.uri, &self.allowed_origins)?;
+        let Some(view) = snapshot.client(&target.tenant, &target.client) else {
+            return Err(unknown_client());
+        };
+        let started = Instant::now();
+        let resource = self.resource_url(&target.tenant, &target.client, endpoint);
+        match self
+            .authenticator
+            .authenticate(&parts.headers, view, &resource)
+            .await
+        {
+            Ok(caller) => Ok(Admitted { snapshot, caller }),
+            Err(err) => {
+                self.audit_failure(parts, view, endpoint, &err, started).await;
+                Err(self.challenge(&err, view, endpoint))
+            }
+        }
+    }
+
+    /// 403 `insufficient_scope` unless `caller` holds `scope` (a tool's own scope).
+    pub fn require_scope(
+        &self,
+        caller: &Caller,
+        view: &ClientView,
+        endpoint: Endpoint,
+        scope: Option<&str>,
+    ) -> Result<(), Error> {
+        let Some(scope) = scope else {
+            return Ok(());
+        };
+        let required = [scope.to_owned()];
+        auth::require(caller, &required).map_err(|err| self.challenge(&err, view, endpoint))
+    }
+
+    /// The resource URL of an endpoint: what a JWT's `aud` must name by default and what its
+    /// protected-resource metadata calls `resource`.
+    pub fn resource_url(&self, tenant: &str, client: &str, endpoint: Endpoint) -> String {
+        prm::resource_url(&self.public_base, &endpoint_path(tenant, client, endpoint))
+    }
+
+    /// The URL of an endpoint's protected-resource metadata (RFC 9728 path insertion).
+    pub fn metadata_url(&self, tenant: &str, client: &str, endpoint: Endpoint) -> String {
+        prm::metadata_url(&self.public_base, &endpoint_path(tenant, client, endpoint))
+    }
+
+    /// The HTTP error of a refused credential: 401 with the challenge (and the tenant's required
+    /// scopes), or 403 `insufficient_scope` naming what is missing.
+    pub fn challenge(&self, err: &AuthError, view: &ClientView, endpoint: Endpoint) -> Error {
+        let metadata = self.metadata_url(view.tenant(), view.client(), endpoint);
+        match err {
+            AuthError::InsufficientScope { required } => {
+                // Ask for the tenant's baseline too, so a step-up does not lose it.
+                let mut scopes = view.auth().required_scopes.clone();
+                for scope in required {
+                    if !scopes.contains(scope) {
+                        scopes.push(scope.clone());
+                    }
+                }
+                Error::InsufficientScope {
+                    challenge: challenge::www_authenticate(err, &metadata, &scopes),
+                    message: format!("this operation needs scope {}", required.join(" ")).into(),
+                }
+            }
+            _ => Error::Unauthorized {
+                challenge: Some(challenge::www_authenticate(
+                    err,
+                    &metadata,
+                    &view.auth().required_scopes,
+                )),
+                message: err.to_string().into(),
+            },
+        }
+    }
+
+    /// Serves `GET /.well-known/oauth-protected-resource{path}`: the RFC 9728 document of the
+    /// endpoint at `path` (`/runtime/{t}/{c}/mcp`, `…/sse`, `…/messages`, `…/tools`), or 404
+    /// for anything else, including unknown tenants and client applications.
+    pub fn protected_resource(&self, snapshot: &Snapshot, path: &str) -> Result<bytes::Bytes, Error> {
+        let mut segments = path.strip_prefix('/').unwrap_or("").split('/');
+        let (Some("runtime"), Some(tenant), Some(client), Some(last), None) = (
+            segments.next(),
+            segments.next(),
+            segments.next(),
+            segments.next(),
+            segments.next(),
+        ) else {
+            return Err(Error::NotFound);
+        };
+        let endpoint = match last {
+            "mcp" => Endpoint::Mcp,
+            "sse" | "messages" => Endpoint::LegacySse,
+            "tools" => Endpoint::Rest,
+            _ => return Err(Error::NotFound),
+        };
+        let view = snapshot.client(tenant, client).ok_or(Error::NotFound)?;
+        let resource = prm::resource_url(&self.public_base, path);
+        let name = format!("sluice {tenant}/{client} ({})", endpoint.surface());
+        Ok(prm::document(&resource, view.auth(), &name))
+    }
+
+    async fn audit_failure(
+        &self,
+        parts: &Parts,
+        view: &ClientView,
+        endpoint: Endpoint,
+        err: &AuthError,
+        started: Instant,
+    ) {
+        if !self.audit.is_enabled() {
+            return;
+        }
+        let record = Record {
+            external_correlation_id: external_from_headers(&parts.headers)
+                .map(|id| id.as_str().to_owned()),
+            tenant: view.tenant().into(),
+            client: view.client().into(),
+            caller: "unauthenticated".into(),
+            surface: endpoint.surface(),
+            call_type: Some(CallType::AuthFailure),
+            outcome: "denied",
+            error_code: Some(if err.is_forbidden() { "403" } else { "401" }.to_owned()),
+            duration_us: micros(started),
+            detail: Some(err.to_string()),
+            ..Record::default()
+        };
+        self.audit.record(record).await;
+    }
+}
+
+/// 404 with a JSON-RPC body: no such tenant or client application.
+pub fn unknown_client() -> Error {
+    Error::JsonRpc {
+        status: StatusCode::NOT_FOUND,
+        code: SERVER_ERROR,
+        message: "unknown tenant or client application".into(),
+        id: None,
+    }
+}
+
+/// Microseconds since `started`, saturating.
+pub fn micros(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
