@@ -132,6 +132,7 @@ impl ServeConfig {
                 instance: settings.instance_id.clone(),
                 retain: Duration::from_secs(settings.retain_secs),
                 retain_events: settings.retain_events,
+                max_per_session: settings.max_streams_per_session,
                 ..StreamConfig::default()
             },
             public_url: settings.public_url.clone(),

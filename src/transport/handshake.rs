@@ -421,6 +421,9 @@ fn stream_error(err: StreamError) -> Error {
     match err {
         StreamError::Conflict => Error::Conflict("the session already has a live stream".into()),
         StreamError::Closed => session_not_found(),
+        StreamError::TooMany { max } => {
+            Error::TooManyRequests(format!("the session holds {max} open streams already").into())
+        }
         _ => Error::Internal,
     }
 }

@@ -67,6 +67,9 @@ pub const KEEPALIVE_TICKS: u32 = 3;
 /// client firing many requests cannot grow retention without bound.
 pub const MAX_POSTS_PER_SESSION: usize = 16;
 
+/// Default `max_streams_per_session`.
+pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 8;
+
 /// Length of a generated instance id (random base64url characters).
 pub const INSTANCE_ID_LEN: usize = 6;
 
@@ -97,6 +100,9 @@ pub struct StreamConfig {
     pub keepalive: Duration,
     /// Live channel capacity per stream.
     pub channel_capacity: usize,
+    /// `max_streams_per_session`: open streams (a live GET plus POST answers still running) one
+    /// session may hold; one more fails with [`StreamError::TooMany`] (HTTP 429).
+    pub max_per_session: usize,
 }
 
 impl Default for StreamConfig {
@@ -107,6 +113,7 @@ impl Default for StreamConfig {
             retain_events: DEFAULT_RETAIN_EVENTS,
             keepalive: super::DEFAULT_SSE_KEEPALIVE,
             channel_capacity: DEFAULT_CHANNEL_CAPACITY,
+            max_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
         }
     }
 }
@@ -127,6 +134,12 @@ pub enum StreamError {
     /// The stream carries no event ids, so it has no priming or polling frames.
     #[error("the stream is not resumable")]
     NotResumable,
+    /// The session already holds `max_streams_per_session` open streams: HTTP 429.
+    #[error("the session holds {max} open streams already")]
+    TooMany {
+        /// The limit in force.
+        max: usize,
+    },
     /// The configured instance id is not 1–16 characters of `[A-Za-z0-9_-]`.
     #[error("invalid instance id {0:?}: use 1-16 characters of [A-Za-z0-9_-]")]
     InvalidInstance(String),
@@ -518,6 +531,16 @@ struct SessionStreams {
 }
 
 impl SessionStreams {
+    /// Streams of this session that are open now: a live standalone stream, and POST answers
+    /// still running (finished ones are only retained for resumption).
+    fn open_streams(&self) -> usize {
+        let get = self.get.as_ref().is_some_and(|get| {
+            let mut state = get.lock();
+            !state.ended && get.is_live(&mut state)
+        });
+        usize::from(get) + self.posts.iter().filter(|post| !post.lock().ended).count()
+    }
+
     fn is_empty(&self) -> bool {
         self.get.is_none() && self.legacy.is_none() && self.posts.is_empty()
     }
@@ -1015,6 +1038,12 @@ impl StreamRegistry {
         {
             let mut sessions = self.inner.session_shard(&session);
             let entry = sessions.entry(session).or_default();
+            if matches!(stream.kind, StreamKind::Get | StreamKind::Post) {
+                let max = self.inner.config.max_per_session;
+                if entry.open_streams() >= max {
+                    return Err(StreamError::TooMany { max });
+                }
+            }
             match stream.kind {
                 StreamKind::Get => {
                     if let Some(current) = &entry.get {
