@@ -103,7 +103,7 @@ fn bench_dispatch(c: &mut Criterion) {
         call: &ctx,
         caller: &caller,
         session: None,
-        surface: "mcp",
+        surface: sluice::audit::Surface::Mcp,
     };
 
     let mut group = c.benchmark_group("dispatch");

@@ -17,7 +17,7 @@ use std::time::Instant;
 use http::request::Parts;
 use http::StatusCode;
 
-use crate::audit::{Audit, CallType, Record};
+use crate::audit::{Audit, CallType, Outcome, Record, Surface};
 use crate::auth::{self, challenge, prm, AuthError, Authenticator, Caller};
 use crate::catalog::{ClientView, Snapshot};
 use crate::http::error::SERVER_ERROR;
@@ -48,11 +48,11 @@ impl Endpoint {
     }
 
     /// The audit `surface` of requests to this endpoint.
-    pub fn surface(self) -> &'static str {
+    pub fn surface(self) -> Surface {
         match self {
-            Endpoint::Mcp => "mcp",
-            Endpoint::LegacySse => "legacy_sse",
-            Endpoint::Rest => "rest",
+            Endpoint::Mcp => Surface::Mcp,
+            Endpoint::LegacySse => Surface::LegacySse,
+            Endpoint::Rest => Surface::Rest,
         }
     }
 }
@@ -128,7 +128,8 @@ impl Access {
         {
             Ok(caller) => Ok(Admitted { snapshot, caller }),
             Err(err) => {
-                self.audit_failure(parts, view, endpoint, &err, started).await;
+                self.audit_failure(parts, view, endpoint, &err, started)
+                    .await;
                 Err(self.challenge(&err, view, endpoint))
             }
         }
@@ -192,7 +193,11 @@ impl Access {
     /// Serves `GET /.well-known/oauth-protected-resource{path}`: the RFC 9728 document of the
     /// endpoint at `path` (`/runtime/{t}/{c}/mcp`, `…/sse`, `…/messages`, `…/tools`), or 404
     /// for anything else, including unknown tenants and client applications.
-    pub fn protected_resource(&self, snapshot: &Snapshot, path: &str) -> Result<bytes::Bytes, Error> {
+    pub fn protected_resource(
+        &self,
+        snapshot: &Snapshot,
+        path: &str,
+    ) -> Result<bytes::Bytes, Error> {
         let mut segments = path.strip_prefix('/').unwrap_or("").split('/');
         let (Some("runtime"), Some(tenant), Some(client), Some(last), None) = (
             segments.next(),
@@ -211,7 +216,7 @@ impl Access {
         };
         let view = snapshot.client(tenant, client).ok_or(Error::NotFound)?;
         let resource = prm::resource_url(&self.public_base, path);
-        let name = format!("sluice {tenant}/{client} ({})", endpoint.surface());
+        let name = format!("sluice {tenant}/{client} ({})", endpoint.surface().as_str());
         Ok(prm::document(&resource, view.auth(), &name))
     }
 
@@ -226,20 +231,21 @@ impl Access {
         if !self.audit.is_enabled() {
             return;
         }
-        let record = Record {
-            external_correlation_id: external_from_headers(&parts.headers)
-                .map(|id| id.as_str().to_owned()),
-            tenant: view.tenant().into(),
-            client: view.client().into(),
-            caller: "unauthenticated".into(),
-            surface: endpoint.surface(),
-            call_type: Some(CallType::AuthFailure),
-            outcome: "denied",
-            error_code: Some(if err.is_forbidden() { "403" } else { "401" }.to_owned()),
-            duration_us: micros(started),
-            detail: Some(err.to_string()),
-            ..Record::default()
-        };
+        let mut record = Record::new(
+            endpoint.surface(),
+            CallType::AuthFailure,
+            view.tenant().into(),
+            view.client().into(),
+            "".into(),
+        )
+        .with_outcome(
+            Outcome::Denied,
+            Some(if err.is_forbidden() { "403" } else { "401" }.to_owned()),
+        )
+        .with_duration(started.elapsed())
+        .with_detail(err.to_string());
+        record.external_correlation_id =
+            external_from_headers(&parts.headers).map(|id| id.as_str().to_owned());
         self.audit.record(record).await;
     }
 }

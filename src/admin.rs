@@ -36,7 +36,9 @@ pub async fn reload(
         .unwrap_or("");
     if !same_secret(presented, token) {
         return Err(Error::Unauthorized {
-            challenge: Some(http::HeaderValue::from_static("Bearer realm=\"sluice-admin\"")),
+            challenge: Some(http::HeaderValue::from_static(
+                "Bearer realm=\"sluice-admin\"",
+            )),
             message: "admin token required".into(),
         });
     }

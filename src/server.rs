@@ -354,16 +354,17 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
             Ok(admitted) => streamable::handle(&state.mcp, &parts, body, &target, admitted).await,
             Err(err) => Err(err),
         },
-        Route::LegacySse(target) => match admit(state, &parts, &target, Endpoint::LegacySse).await
-        {
-            Ok(admitted) => legacy_sse::open(&state.mcp, &parts, &target, &admitted.caller).await,
-            Err(err) => Err(err),
-        },
-        Route::LegacyMessages(target) => {
+        Route::LegacySse(target) => {
             match admit(state, &parts, &target, Endpoint::LegacySse).await {
                 Ok(admitted) => {
-                    legacy_sse::post(&state.mcp, &parts, body, &target, admitted).await
+                    legacy_sse::open(&state.mcp, &parts, &target, &admitted.caller).await
                 }
+                Err(err) => Err(err),
+            }
+        }
+        Route::LegacyMessages(target) => {
+            match admit(state, &parts, &target, Endpoint::LegacySse).await {
+                Ok(admitted) => legacy_sse::post(&state.mcp, &parts, body, &target, admitted).await,
                 Err(err) => Err(err),
             }
         }
@@ -409,7 +410,11 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
             admin::reload(&state.rest.catalog, state.admin_token.as_deref(), &parts).await
         }
         Route::Preflight { allow, public } => {
-            let policy = if public { Policy::Public } else { Policy::Protected };
+            let policy = if public {
+                Policy::Public
+            } else {
+                Policy::Protected
+            };
             cors::preflight(
                 &parts.headers,
                 &parts.uri,
@@ -421,7 +426,11 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
     };
     let mut response = result.unwrap_or_else(Error::into_response);
     if let Some(policy) = cors_policy {
-        cors::decorate(&mut response, accepted_origin(state, &parts, policy), policy);
+        cors::decorate(
+            &mut response,
+            accepted_origin(state, &parts, policy),
+            policy,
+        );
     }
     observe(state, label, &parts, &response, started);
     response

@@ -99,7 +99,9 @@ pub fn require(caller: &Caller, scopes: &[String]) -> Result<(), AuthError> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(AuthError::InsufficientScope { required: scopes.to_vec() })
+        Err(AuthError::InsufficientScope {
+            required: scopes.to_vec(),
+        })
     }
 }
 
@@ -110,8 +112,10 @@ pub mod challenge {
         resource_metadata_url: &str,
         scope: &[String],
     ) -> http::HeaderValue {
-        http::HeaderValue::from_str(&format!("Bearer resource_metadata=\"{resource_metadata_url}\""))
-            .unwrap_or(http::HeaderValue::from_static("Bearer"))
+        http::HeaderValue::from_str(&format!(
+            "Bearer resource_metadata=\"{resource_metadata_url}\""
+        ))
+        .unwrap_or(http::HeaderValue::from_static("Bearer"))
     }
 }
 

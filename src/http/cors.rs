@@ -190,7 +190,9 @@ mod tests {
             "authorization, mcp-session-id, Mcp-Param-Region"
         );
         assert_eq!(h[ACCESS_CONTROL_ALLOW_METHODS], "POST, GET, DELETE");
-        assert!(h.get(http::header::ACCESS_CONTROL_ALLOW_CREDENTIALS).is_none());
+        assert!(h
+            .get(http::header::ACCESS_CONTROL_ALLOW_CREDENTIALS)
+            .is_none());
 
         let refused = preflight(
             &request(Some("https://evil.example"), None),
@@ -205,7 +207,9 @@ mod tests {
     #[test]
     fn unknown_requested_header_gets_the_fixed_list() {
         let value = allowed_headers(Some(&HeaderValue::from_static("authorization, x-evil")));
-        assert!(value.to_str().is_ok_and(|v| v.starts_with("Authorization,")));
+        assert!(value
+            .to_str()
+            .is_ok_and(|v| v.starts_with("Authorization,")));
         assert!(!is_allowed_request_header("mcp-param-"));
         assert!(is_allowed_request_header("Last-Event-ID"));
     }

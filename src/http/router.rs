@@ -266,8 +266,16 @@ mod tests {
         );
         check("PUT", "/runtime/acme/app/mcp", na(allow::MCP));
         let preflight = |allow, public| Ok(Route::Preflight { allow, public });
-        check("OPTIONS", "/runtime/acme/app/mcp", preflight(allow::MCP, false));
-        check("OPTIONS", "/runtime/acme/app/sse", preflight(allow::GET, false));
+        check(
+            "OPTIONS",
+            "/runtime/acme/app/mcp",
+            preflight(allow::MCP, false),
+        );
+        check(
+            "OPTIONS",
+            "/runtime/acme/app/sse",
+            preflight(allow::GET, false),
+        );
         check(
             "OPTIONS",
             "/runtime/acme/app/messages",
@@ -283,7 +291,11 @@ mod tests {
             "/.well-known/oauth-protected-resource/runtime/acme/app/mcp",
             preflight(allow::GET, true),
         );
-        check("OPTIONS", "/runtime/bad%20id/app/mcp", Err(RouteError::NotFound));
+        check(
+            "OPTIONS",
+            "/runtime/bad%20id/app/mcp",
+            Err(RouteError::NotFound),
+        );
         check(
             "GET",
             "/runtime/a.b_c-D9/x/sse",

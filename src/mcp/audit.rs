@@ -14,7 +14,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 
 use super::{json, names, McpError, Reply, Scope};
-use crate::audit::{Audit, CallType, Record};
+use crate::audit::{Audit, CallType, Outcome, Record};
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::jsonrpc::Payload;
 
@@ -49,10 +49,10 @@ pub async fn record(
         _ => None,
     };
     let (outcome_label, error_code) = match outcome {
-        Err(err) => ("error", Some(err.code().0.to_string())),
+        Err(err) => (Outcome::Error, Some(err.code().0.to_string())),
         // A tool result with `isError: true` is a failed call answered in band.
-        Ok(_) if result.is_some_and(|r| is_error_result(r)) => ("error", None),
-        Ok(_) => ("ok", None),
+        Ok(_) if result.is_some_and(|r| is_error_result(r)) => (Outcome::Error, None),
+        Ok(_) => (Outcome::Ok, None),
     };
     let logs_payloads = call_type == CallType::ToolCall
         && name
@@ -64,36 +64,27 @@ pub async fn record(
     .flatten();
     let request = logs_payloads.then(|| arguments(params)).flatten();
     let response = logs_payloads.then(|| result.cloned()).flatten();
-    let record = Record {
-        execution_id: Some(scope.call.execution_id.as_str().to_owned()),
-        external_correlation_id: scope
-            .call
-            .external_correlation_id
-            .as_ref()
-            .map(|id| id.as_str().to_owned()),
-        tenant: scope.tenant.into(),
-        client: scope.client.into(),
-        caller: scope.caller.caller_id.clone(),
-        session: scope.session.map(|id| id.encode().as_str().to_owned()),
-        surface: scope.surface,
-        call_type: Some(call_type),
-        tool: match call_type {
-            CallType::ToolCall | CallType::SchemaDiscovery | CallType::PromptGet => {
-                name.map(str::to_owned)
-            }
-            _ => None,
-        },
-        outcome: outcome_label,
-        error_code,
-        duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-        detail: match call_type {
-            CallType::ResourceRead => name.map(|uri| format!("uri {uri}")),
-            _ => None,
-        },
-        request,
-        response,
-        tools_list,
-    };
+    let mut record = Record::new(
+        scope.surface,
+        call_type,
+        scope.tenant.into(),
+        scope.client.into(),
+        scope.caller.caller_id.clone(),
+    )
+    .with_execution_id(scope.call.execution_id.as_str())
+    .with_outcome(outcome_label, error_code)
+    .with_duration(started.elapsed());
+    record.external_correlation_id = scope
+        .call
+        .external_correlation_id
+        .as_ref()
+        .map(|id| id.as_str().to_owned());
+    record.session = scope.session.map(|id| id.encode().as_str().to_owned());
+    // The tool, resource URI or prompt name the call named.
+    record.tool = name.map(str::to_owned);
+    record.request = request;
+    record.response = response;
+    record.tools_list = tools_list;
     audit.record(record).await;
 }
 
@@ -129,7 +120,10 @@ mod tests {
             call_type("resources/read", Some("x")),
             Some(CallType::ResourceRead)
         );
-        assert_eq!(call_type("prompts/get", Some("p")), Some(CallType::PromptGet));
+        assert_eq!(
+            call_type("prompts/get", Some("p")),
+            Some(CallType::PromptGet)
+        );
         assert_eq!(call_type("ping", None), None);
         assert_eq!(call_type("initialize", None), None);
         assert!(is_error_result(br#"{"content":[],"isError":true}"#));

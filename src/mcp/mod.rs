@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::audit::Audit;
+use crate::audit::{Audit, Surface};
 use crate::auth::Caller;
 use crate::catalog::Snapshot;
 use crate::invoke::{CallContext, Invoker};
@@ -96,7 +96,7 @@ pub struct Scope<'a> {
     /// The session the request belongs to (handshake era), for audit records.
     pub session: Option<SessionId>,
     /// Which transport carried the request (`mcp`, `legacy_sse`), for audit records.
-    pub surface: &'static str,
+    pub surface: Surface,
 }
 
 /// What the server advertises for the `bos/source-results/v1` extension under

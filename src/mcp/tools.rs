@@ -224,7 +224,7 @@ mod tests {
             call: &ctx,
             caller: &caller,
             session: None,
-            surface: "mcp",
+            surface: crate::audit::Surface::Mcp,
         };
         let got = write(&d, &scope);
         assert_eq!(std::str::from_utf8(&got).unwrap(), expected);

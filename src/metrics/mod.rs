@@ -53,7 +53,14 @@ impl Metrics {
     pub fn new() -> Self {
         Self {}
     }
-    pub fn observe_request(&self, route: RouteLabel, method: MethodLabel, status: u16, elapsed: Duration) {}
+    pub fn observe_request(
+        &self,
+        route: RouteLabel,
+        method: MethodLabel,
+        status: u16,
+        elapsed: Duration,
+    ) {
+    }
     pub fn session_opened(&self, tenant: &str) {}
     pub fn session_closed(&self, tenant: &str) {}
     pub fn stream_guard(self: &Arc<Self>, tenant: &str) -> GaugeGuard {

@@ -22,7 +22,7 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 
 use crate::access::{Access, Admitted, Endpoint};
-use crate::audit::{Audit, CallType, Record};
+use crate::audit::{Audit, CallType, Outcome, Record, Surface};
 use crate::catalog::{self, Catalog};
 use crate::http::error::SERVER_ERROR;
 use crate::http::negotiate::is_json_content_type;
@@ -72,7 +72,14 @@ impl Rest {
         let body = buf.freeze();
         if self.audit.is_enabled() {
             let ctx = CallContext::from_headers(&parts.headers);
-            let mut record = record(&ctx, admitted, CallType::ToolsList, None, "ok", started);
+            let mut record = record(
+                &ctx,
+                admitted,
+                CallType::ToolsList,
+                None,
+                Outcome::Ok,
+                started,
+            );
             record.tools_list = view.log_list_payloads().then(|| body.clone());
             self.audit.record(record).await;
         }
@@ -107,7 +114,11 @@ impl Rest {
                 CallType::ToolCall
             };
             let status = response.status();
-            let outcome = if status.is_success() { "ok" } else { "error" };
+            let outcome = if status.is_success() {
+                Outcome::Ok
+            } else {
+                Outcome::Error
+            };
             let mut record = record(&ctx, &admitted, call_type, Some(name), outcome, started);
             if !status.is_success() {
                 record.error_code = Some(status.as_u16().to_string());
@@ -214,25 +225,25 @@ fn record(
     admitted: &Admitted,
     call_type: CallType,
     tool: Option<&str>,
-    outcome: &'static str,
+    outcome: Outcome,
     started: Instant,
 ) -> Record {
-    Record {
-        execution_id: Some(ctx.execution_id.as_str().to_owned()),
-        external_correlation_id: ctx
-            .external_correlation_id
-            .as_ref()
-            .map(|id| id.as_str().to_owned()),
-        tenant: admitted.caller.tenant.clone(),
-        client: admitted.caller.client.clone(),
-        caller: admitted.caller.caller_id.clone(),
-        surface: Endpoint::Rest.surface(),
-        call_type: Some(call_type),
-        tool: tool.map(str::to_owned),
-        outcome,
-        duration_us: crate::access::micros(started),
-        ..Record::default()
-    }
+    let mut record = Record::new(
+        Surface::Rest,
+        call_type,
+        admitted.caller.tenant.clone(),
+        admitted.caller.client.clone(),
+        admitted.caller.caller_id.clone(),
+    )
+    .with_execution_id(ctx.execution_id.as_str())
+    .with_outcome(outcome, None)
+    .with_duration(started.elapsed());
+    record.external_correlation_id = ctx
+        .external_correlation_id
+        .as_ref()
+        .map(|id| id.as_str().to_owned());
+    record.tool = tool.map(str::to_owned);
+    record
 }
 
 /// `POST …/tools/discover_tool_schema` with `{"tool_id": "…"}`.

@@ -30,6 +30,7 @@ use super::reply::{self, Framing};
 use super::stateless::framing;
 use super::stream::{Resumed, StreamError, StreamKind};
 use super::{wants_priming, Transport, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use crate::auth::Caller;
 use crate::catalog::Snapshot;
 use crate::http::error::SERVER_ERROR;
 use crate::http::negotiate::Accept;
@@ -40,7 +41,6 @@ use crate::jsonrpc::{Id, Message};
 use crate::mcp::{
     names, Era, NotificationEffect, Reply, Scope, DEFAULT_HANDSHAKE_VERSION, HANDSHAKE_VERSIONS,
 };
-use crate::auth::Caller;
 use crate::session::{NewSession, Owner, SessionError, SessionId, SessionInfo};
 
 /// A request's validated session.
@@ -104,7 +104,7 @@ pub async fn post(
         call: &call,
         caller,
         session: session.as_ref().map(|bound| bound.id),
-        surface: "mcp",
+        surface: crate::audit::Surface::Mcp,
     };
 
     match message {
@@ -321,7 +321,9 @@ pub async fn validate(
     let id = SessionId::parse(text).ok_or_else(session_not_found)?;
     match transport.sessions.validate(&id, owner).await {
         Ok(info) => Ok(Bound { id, info }),
-        Err(err) => Err(transport.session_failure(err, owner, &id, "mcp").await),
+        Err(err) => Err(transport
+            .session_failure(err, owner, &id, crate::audit::Surface::Mcp)
+            .await),
     }
 }
 
@@ -446,7 +448,9 @@ pub async fn delete(
     };
     let id = SessionId::parse(value.as_bytes()).ok_or_else(session_not_found)?;
     if let Err(err) = transport.sessions.delete(&id, owner).await {
-        return Err(transport.session_failure(err, owner, &id, "mcp").await);
+        return Err(transport
+            .session_failure(err, owner, &id, crate::audit::Surface::Mcp)
+            .await);
     }
     transport.streams.close_session(&id);
     transport.inflight.cancel_all(&id);

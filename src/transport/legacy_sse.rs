@@ -25,14 +25,14 @@ use super::inflight::id_from_json;
 use super::reply;
 use super::stream::StreamKind;
 use super::{streamable, Transport, MCP_SESSION_ID};
+use crate::access::{Admitted, Endpoint};
+use crate::auth::Caller;
 use crate::http::negotiate::{is_json_content_type, Accept};
 use crate::http::response::{self, Body};
 use crate::http::{Error, Target};
 use crate::invoke::CallContext;
 use crate::jsonrpc::{self, Message};
 use crate::mcp::{Era, NotificationEffect, Reply, Scope};
-use crate::access::{Admitted, Endpoint};
-use crate::auth::Caller;
 use crate::session::{Handshake, NewSession, Owner};
 
 /// The version a legacy session holds until its `initialize` negotiates one.
@@ -177,7 +177,7 @@ where
                     call: &call,
                     caller: &caller,
                     session: Some(bound.id),
-                    surface: "legacy_sse",
+                    surface: crate::audit::Surface::LegacySse,
                 };
                 let (_registration, abort) =
                     transport.inflight.register(bound.id, id.to_owned_id());
@@ -223,7 +223,7 @@ where
                 call: &call,
                 caller: &caller,
                 session: Some(bound.id),
-                surface: "legacy_sse",
+                surface: crate::audit::Surface::LegacySse,
             };
             match transport
                 .dispatcher

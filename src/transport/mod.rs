@@ -27,7 +27,7 @@ use std::time::Duration;
 use http::HeaderName;
 
 use crate::access::Access;
-use crate::audit::{Audit, CallType, Record};
+use crate::audit::{Audit, CallType, Outcome, Record, Surface};
 use crate::catalog::Catalog;
 use crate::http::Drain;
 use crate::mcp::Dispatcher;
@@ -142,29 +142,27 @@ impl Transport {
         err: SessionError,
         owner: Owner<'_>,
         session: &SessionId,
-        surface: &'static str,
+        surface: Surface,
     ) -> crate::http::Error {
         if err == SessionError::Foreign {
             tracing::warn!(
                 tenant = owner.tenant,
                 client = owner.client,
                 caller = owner.caller,
-                surface,
+                surface = surface.as_str(),
                 "request named a session owned by another caller"
             );
             if self.audit.is_enabled() {
-                let record = Record {
-                    tenant: owner.tenant.into(),
-                    client: owner.client.into(),
-                    caller: owner.caller.into(),
-                    session: Some(session.encode().as_str().to_owned()),
+                let record = Record::new(
                     surface,
-                    call_type: Some(CallType::SessionRejected),
-                    outcome: "rejected",
-                    error_code: Some("404".to_owned()),
-                    detail: Some("session owned by another tenant, client or caller".to_owned()),
-                    ..Record::default()
-                };
+                    CallType::SessionRejected,
+                    owner.tenant.into(),
+                    owner.client.into(),
+                    owner.caller.into(),
+                )
+                .with_session(session.encode().as_str())
+                .with_outcome(Outcome::Rejected, Some("404".to_owned()))
+                .with_detail("session owned by another tenant, client or caller");
                 self.audit.record(record).await;
             }
         }

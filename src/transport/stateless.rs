@@ -26,6 +26,7 @@ use super::headers::{self, HeaderMismatch};
 use super::reply::{self, Framing};
 use super::stream::StreamKind;
 use super::{Transport, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use crate::auth::Caller;
 use crate::catalog::Snapshot;
 use crate::http::negotiate::{Accept, MediaKind};
 use crate::http::response::{self, Body};
@@ -34,7 +35,6 @@ use crate::invoke::CallContext;
 use crate::jsonrpc::{self, ErrorCode, Id, Message, OwnedId, Payload};
 use crate::mcp::subscriptions::SubscriptionFilter;
 use crate::mcp::{self, Era, McpError, Reply, Scope};
-use crate::auth::Caller;
 use crate::session::Owner;
 use crate::sse;
 
@@ -72,7 +72,7 @@ pub async fn post(
         call: &call,
         caller,
         session: None,
-        surface: "mcp",
+        surface: crate::audit::Surface::Mcp,
     };
     let outcome = transport.dispatcher.request(&scope, method, params).await;
     match &outcome {

@@ -142,14 +142,7 @@ where
     let accept = check_post_headers(parts)?;
     let mut buf = read_body(parts, body, transport.settings.max_body_bytes).await?;
     let message = jsonrpc::parse(&mut buf).map_err(parse_error)?;
-    check_tool_scope(
-        transport,
-        snapshot,
-        target,
-        caller,
-        Endpoint::Mcp,
-        &message,
-    )?;
+    check_tool_scope(transport, snapshot, target, caller, Endpoint::Mcp, &message)?;
 
     match classify(parts, &message) {
         Era::Stateless => {

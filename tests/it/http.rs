@@ -515,7 +515,9 @@ async fn routing_statuses() {
         .assert_error(404, -32000, Value::Null);
     let metrics = get("/metrics").await;
     assert_eq!(metrics.status, StatusCode::OK);
-    assert!(metrics.content_type().starts_with("text/plain; version=0.0.4"));
+    assert!(metrics
+        .content_type()
+        .starts_with("text/plain; version=0.0.4"));
 }
 
 async fn post_mcp_path(addr: SocketAddr, path: &str) -> Reply {

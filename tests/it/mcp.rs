@@ -247,7 +247,7 @@ impl Fixture {
             call: &ctx,
             caller: &caller,
             session: None,
-            surface: "mcp",
+            surface: sluice::audit::Surface::Mcp,
         };
         self.dispatcher
             .request(&scope, method, params.as_ref())
@@ -913,7 +913,7 @@ async fn cancellation_names_the_request_id_as_its_json_text() {
         call: &ctx,
         caller: &caller,
         session: None,
-        surface: "mcp",
+        surface: sluice::audit::Surface::Mcp,
     };
     // Each request id as the in-flight request would hold it (OwnedId::as_json).
     for id in [

@@ -227,6 +227,7 @@ fn registry(retain_events: usize) -> StreamRegistry {
         retain_events,
         keepalive: Duration::from_secs(15),
         channel_capacity: 8,
+        max_per_session: 8,
     })
     .expect("registry")
 }
