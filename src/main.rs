@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use sluice::catalog::model::{LogFormat, LogSettings};
 use sluice::catalog::{self, Catalog};
 
 #[global_allocator]
@@ -47,16 +48,42 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
     },
+    /// API keys.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyCommand {
+    /// Mint a new API key: prints the key (give it to the client application, it is shown once)
+    /// and the `[[tenant.client.api_key]]` entry to add to the configuration (its hash only).
+    /// The pepper comes from `SLUICE_API_KEY_PEPPER`, else from `--config`'s
+    /// `[server] api_key_pepper`.
+    New {
+        /// A configuration whose `[server] api_key_pepper` to use.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    // `serve` logs as its configuration says; everything else logs text at `info`.
+    let log = match &cli.command {
+        Command::Serve { config, .. } => catalog::load(config)
+            .map(|config| config.server.log)
+            .unwrap_or_default(),
+        _ => LogSettings::default(),
+    };
+    init_logs(&log);
+    if let Command::Key {
+        command: KeyCommand::New { config },
+    } = &cli.command
+    {
+        return key_new(config.as_deref());
+    }
     if let Command::Check { config } = &cli.command {
         let ok = catalog::check(config, &mut std::io::stdout().lock());
         return Ok(if ok {
@@ -72,8 +99,54 @@ fn main() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { config, listen } => runtime.block_on(serve(&config, listen))?,
         Command::Demo { listen } => runtime.block_on(demo(listen))?,
-        Command::Check { .. } => {}
+        Command::Check { .. } | Command::Key { .. } => {}
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Installs the `tracing` subscriber: text or JSON lines, filtered by `RUST_LOG` when set, else
+/// by the configured level.
+fn init_logs(settings: &LogSettings) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(&settings.level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match settings.format {
+        LogFormat::Json => builder.json().with_current_span(false).init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+/// `sluice key new`.
+fn key_new(config: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let pepper = match std::env::var("SLUICE_API_KEY_PEPPER") {
+        Ok(pepper) => pepper,
+        Err(_) => {
+            let Some(path) = config else {
+                anyhow::bail!(
+                    "set SLUICE_API_KEY_PEPPER or pass --config with [server] api_key_pepper"
+                );
+            };
+            let config =
+                catalog::load(path).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+            config
+                .server
+                .api_key_pepper
+                .context("the configuration has no [server] api_key_pepper")?
+        }
+    };
+    let key = sluice::auth::apikey::generate(pepper.as_bytes());
+    println!("API key (give it to the client application; it is not stored anywhere):");
+    println!();
+    println!("    {}", key.token);
+    println!();
+    println!("Add to the client application in the configuration:");
+    println!();
+    println!("[[tenant.client.api_key]]");
+    println!("id = \"{}\"", key.id);
+    println!("hash = \"{}\"", key.hash_hex);
+    println!("# scopes = [\"mcp:tools\"]          # unset grants every scope");
+    println!("# expires_at = 2027-01-01T00:00:00Z");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -131,3 +131,18 @@ pub mod prm {
         bytes::Bytes::from(format!("{{\"resource\":\"{resource}\"}}"))
     }
 }
+
+pub mod apikey {
+    pub struct GeneratedKey {
+        pub token: String,
+        pub id: String,
+        pub hash_hex: String,
+    }
+    pub fn generate(pepper: &[u8]) -> GeneratedKey {
+        GeneratedKey {
+            token: String::new(),
+            id: String::new(),
+            hash_hex: String::new(),
+        }
+    }
+}

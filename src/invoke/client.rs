@@ -5,6 +5,7 @@
 //! plain HTTP for loopback and test downstreams), the per-call timeout around the whole exchange,
 //! the bounded response body, and response translation. Must not know MCP framing.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -16,6 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use simd_json::BorrowedValue as Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::correlation::{CallContext, CorrelationPolicy};
 use super::error::{ArgumentProblem, InvokeError, ResponseProblem};
@@ -55,6 +57,10 @@ pub struct InvokerConfig {
     pub max_response_bytes: usize,
     /// What happens to argument members no rule names.
     pub unknown_fields: UnknownFields,
+    /// `max_downstream_per_tenant`: downstream calls one tenant may have in flight. A call past
+    /// it waits for a slot within its own timeout, then fails as a timeout (504), so one tenant's
+    /// slow API cannot take every connection and task of the process.
+    pub max_per_tenant: usize,
 }
 
 impl Default for InvokerConfig {
@@ -66,7 +72,58 @@ impl Default for InvokerConfig {
             default_timeout: DEFAULT_CALL_TIMEOUT,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             unknown_fields: UnknownFields::Ignore,
+            max_per_tenant: DEFAULT_MAX_PER_TENANT,
         }
+    }
+}
+
+/// Default `max_downstream_per_tenant`.
+pub const DEFAULT_MAX_PER_TENANT: usize = 512;
+
+/// One semaphore per tenant, created on first use.
+#[derive(Debug, Default)]
+struct TenantLimiter {
+    permits: usize,
+    tenants: std::sync::Mutex<std::collections::HashMap<Box<str>, Arc<Semaphore>>>,
+}
+
+impl TenantLimiter {
+    fn new(permits: usize) -> Self {
+        Self {
+            permits: permits.max(1),
+            tenants: Default::default(),
+        }
+    }
+
+    /// Waits for one of `tenant`'s slots; the slot is released when the permit drops.
+    async fn acquire(&self, tenant: &str) -> Option<OwnedSemaphorePermit> {
+        let semaphore = {
+            let mut tenants = match self.tenants.lock() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            match tenants.get(tenant) {
+                Some(semaphore) => Arc::clone(semaphore),
+                None => {
+                    let semaphore = Arc::new(Semaphore::new(self.permits));
+                    tenants.insert(tenant.into(), Arc::clone(&semaphore));
+                    semaphore
+                }
+            }
+        };
+        // The semaphore is never closed, so this only fails if that changes.
+        semaphore.acquire_owned().await.ok()
+    }
+
+    /// Calls of `tenant` in flight now.
+    fn in_flight(&self, tenant: &str) -> usize {
+        let tenants = match self.tenants.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        tenants
+            .get(tenant)
+            .map_or(0, |s| self.permits - s.available_permits())
     }
 }
 
@@ -77,6 +134,7 @@ impl InvokerConfig {
             max_idle_per_host: settings.downstream_pool_idle_per_host,
             connect_timeout: Duration::from_millis(settings.downstream_connect_timeout_ms),
             default_timeout: Duration::from_millis(settings.downstream_timeout_ms),
+            max_per_tenant: settings.max_downstream_per_tenant,
             ..Self::default()
         }
     }
@@ -99,6 +157,7 @@ type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 pub struct Invoker {
     client: HttpClient,
     config: InvokerConfig,
+    limiter: Arc<TenantLimiter>,
 }
 
 impl std::fmt::Debug for Invoker {
@@ -128,7 +187,17 @@ impl Invoker {
             .pool_max_idle_per_host(config.max_idle_per_host)
             .pool_timer(TokioTimer::new())
             .build(connector);
-        Self { client, config }
+        let limiter = Arc::new(TenantLimiter::new(config.max_per_tenant));
+        Self {
+            client,
+            config,
+            limiter,
+        }
+    }
+
+    /// Downstream calls of `tenant` in flight now (bounded by `max_per_tenant`).
+    pub fn in_flight(&self, tenant: &str) -> usize {
+        self.limiter.in_flight(tenant)
     }
 
     /// The settings it was built with.
@@ -147,22 +216,25 @@ impl Invoker {
         build_request(plan, policy, ctx, args, self.config.unknown_fields)
     }
 
-    /// Calls the tool with arguments already parsed (from the REST body or MCP params).
+    /// Calls the tool of `tenant` with arguments already parsed (from the REST body or MCP
+    /// params).
     pub async fn call(
         &self,
+        tenant: &str,
         plan: &ToolPlan,
         policy: &CorrelationPolicy,
         ctx: &CallContext,
         args: &Value<'_>,
     ) -> Result<InvokeOutput, InvokeError> {
         let request = self.prepare(plan, policy, ctx, args)?;
-        let body = self.send(plan, request).await?;
+        let body = self.send(tenant, plan, request).await?;
         self.translate_response(plan, body)
     }
 
-    /// Calls the tool with arguments as JSON bytes (copied once to parse in place).
+    /// Calls the tool of `tenant` with arguments as JSON bytes (copied once to parse in place).
     pub async fn call_bytes(
         &self,
+        tenant: &str,
         plan: &ToolPlan,
         policy: &CorrelationPolicy,
         ctx: &CallContext,
@@ -174,18 +246,21 @@ impl Invoker {
                 .map_err(|_| InvokeError::argument("", ArgumentProblem::InvalidJson))?;
             self.prepare(plan, policy, ctx, &value)?
         };
-        let body = self.send(plan, request).await?;
+        let body = self.send(tenant, plan, request).await?;
         self.translate_response(plan, body)
     }
 
-    /// Sends a prepared request and reads the body, under the tool's timeout.
+    /// Sends a prepared request and reads the body, under the tool's timeout, which also bounds
+    /// the wait for one of the tenant's call slots.
     pub async fn send(
         &self,
+        tenant: &str,
         plan: &ToolPlan,
         request: Request<Full<Bytes>>,
     ) -> Result<ResponseBody, InvokeError> {
         let timeout = plan.timeout.unwrap_or(self.config.default_timeout);
         let exchange = async {
+            let _slot = self.limiter.acquire(tenant).await;
             let response = self.client.request(request).await.map_err(|e| {
                 if e.is_connect() {
                     InvokeError::Connect(Box::new(e))

@@ -120,7 +120,7 @@ pub(crate) async fn call(
     })?;
     let result = d
         .invoker
-        .call(&tool.plan, &policy, scope.call, &arguments)
+        .call(scope.tenant, &tool.plan, &policy, scope.call, &arguments)
         .await;
     let reply = match result {
         Ok(output) => success(d, scope, &output.body, output.is_object),

@@ -202,7 +202,7 @@ impl Rest {
             CorrelationPolicy::from_model(&tool.correlation).map_err(|_| Error::Internal)?;
         let output = self
             .invoker
-            .call(&tool.plan, &policy, ctx, &args)
+            .call(&target.tenant, &tool.plan, &policy, ctx, &args)
             .await
             .map_err(invoke_error)?;
         if log_payloads {

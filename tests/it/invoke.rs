@@ -163,6 +163,7 @@ async fn call(
     let ctx = CallContext::new(None);
     invoker
         .call_bytes(
+            "t",
             plan,
             &policy(CorrelationStrategy::ExecutionId),
             &ctx,
@@ -856,7 +857,7 @@ async fn propagates_correlation_per_strategy() {
             header: http::HeaderName::from_static("x-request-ref"),
         };
         invoker
-            .call_bytes(&plan, &policy, &ctx, br#"{"b":"x"}"#)
+            .call_bytes("t", &plan, &policy, &ctx, br#"{"b":"x"}"#)
             .await
             .unwrap();
         let got = down.received().pop().unwrap();
