@@ -19,6 +19,7 @@
 //! `main.rs` only parses flags, builds the configuration, binds a listener and calls [`serve`].
 
 pub mod admin;
+pub mod auth;
 pub mod catalog;
 pub mod demo;
 pub mod http;
