@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
+use super::jwks::{FetchError, JwksSource, MAX_JWKS_BYTES};
 use super::*;
 use crate::catalog::Snapshot;
 
@@ -858,6 +859,7 @@ async fn unreadable_jwks_file_is_unavailable() {
 struct JwksServer {
     url: String,
     body: Arc<Mutex<Bytes>>,
+    status: Arc<AtomicU16>,
     hits: Arc<AtomicUsize>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -868,7 +870,8 @@ impl JwksServer {
         let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
         let body = Arc::new(Mutex::new(Bytes::from(jwks(keys))));
         let hits = Arc::new(AtomicUsize::new(0));
-        let (b, h) = (body.clone(), hits.clone());
+        let status = Arc::new(AtomicU16::new(200));
+        let (b, h, st) = (body.clone(), hits.clone(), status.clone());
         let task = tokio::spawn(async move {
             // Connections live in this set, so aborting the accept task closes them too.
             let mut connections = JoinSet::new();
@@ -876,13 +879,16 @@ impl JwksServer {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (b, h) = (b.clone(), h.clone());
+                let (b, h, st) = (b.clone(), h.clone(), st.clone());
                 let service = service_fn(move |_req| {
                     h.fetch_add(1, Ordering::SeqCst);
                     let body = b.lock().unwrap().clone();
+                    let status = st.load(Ordering::SeqCst);
                     async move {
                         Ok::<_, Infallible>(
                             Response::builder()
+                                .status(status)
+                                .header("location", "http://127.0.0.1:1/elsewhere")
                                 .header("content-type", "application/json")
                                 .body(Full::new(body))
                                 .unwrap(),
@@ -899,6 +905,7 @@ impl JwksServer {
         Self {
             url,
             body,
+            status,
             hits,
             task: Some(task),
         }
@@ -1034,4 +1041,34 @@ async fn jwks_cache_is_shared_across_snapshots() {
             .is_ok());
     }
     assert_eq!(server.hits(), 1);
+}
+
+#[tokio::test]
+async fn jwks_url_limits() {
+    let server = JwksServer::start(&[Signer::Rsa1.jwk(Some("r1"))]).await;
+    let cache = JwksCache::new();
+    let source = JwksSource::Url(server.url.clone());
+    assert_eq!(cache.fetch(&source).await.unwrap().len(), 1);
+    // Redirects are not followed; other statuses fail the fetch.
+    for status in [302, 404, 500] {
+        server.status.store(status, Ordering::SeqCst);
+        assert!(
+            matches!(cache.fetch(&source).await, Err(FetchError::Status(s)) if s == status),
+            "{status}"
+        );
+    }
+    server.status.store(200, Ordering::SeqCst);
+    // A document past the cap is refused, however it is sent.
+    *server.body.lock().unwrap() = Bytes::from(vec![b' '; MAX_JWKS_BYTES + 1]);
+    assert!(matches!(
+        cache.fetch(&source).await,
+        Err(FetchError::TooLarge)
+    ));
+    let dir = temp_dir();
+    let path = dir.join("big.json");
+    std::fs::write(&path, vec![b' '; MAX_JWKS_BYTES + 1]).unwrap();
+    assert!(matches!(
+        cache.fetch(&JwksSource::File(path)).await,
+        Err(FetchError::TooLarge)
+    ));
 }
