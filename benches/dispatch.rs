@@ -93,7 +93,7 @@ fn bench_dispatch(c: &mut Criterion) {
             .collect(),
     };
     let ctx = CallContext::new(None);
-    let caller = sluice::auth::Caller::anonymous("bench", "agent");
+    let caller = sluice::auth::Caller::anonymous("bench".into(), "agent".into());
     let scope = Scope {
         tenant: "bench",
         client: "agent",

@@ -179,6 +179,10 @@ impl Access {
                     message: format!("this operation needs scope {}", required.join(" ")).into(),
                 }
             }
+            // The token may be fine: the issuer's keys could not be fetched.
+            err if err.is_unavailable() => {
+                Error::Unavailable("the token issuer's keys cannot be fetched now".into())
+            }
             _ => Error::Unauthorized {
                 challenge: Some(challenge::www_authenticate(
                     err,

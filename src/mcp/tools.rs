@@ -214,7 +214,7 @@ mod tests {
         let config = crate::catalog::load::parse("", "t").unwrap();
         let snapshot = Snapshot::build(&config, 1, None).unwrap();
         let ctx = CallContext::new(None);
-        let caller = crate::auth::Caller::anonymous("t", "c");
+        let caller = crate::auth::Caller::anonymous("t".into(), "c".into());
         let scope = Scope {
             tenant: "t",
             client: "c",

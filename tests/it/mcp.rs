@@ -234,7 +234,7 @@ impl Fixture {
             panic!("not a request");
         };
         let ctx = CallContext::new(None);
-        let caller = sluice::auth::Caller::anonymous("t1", "c1");
+        let caller = sluice::auth::Caller::anonymous("t1".into(), "c1".into());
         let scope = Scope {
             tenant: "t1",
             client,
@@ -903,7 +903,7 @@ async fn listen_returns_the_filter_and_builds_its_messages() {
 async fn cancellation_names_the_request_id_as_its_json_text() {
     let f = fixture(100).await;
     let ctx = CallContext::new(None);
-    let caller = sluice::auth::Caller::anonymous("t1", "c1");
+    let caller = sluice::auth::Caller::anonymous("t1".into(), "c1".into());
     let scope = |era| Scope {
         tenant: "t1",
         client: "c1",
