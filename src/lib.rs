@@ -25,6 +25,7 @@ pub mod http;
 pub mod invoke;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod metrics;
 pub mod rest;
 pub mod server;
 pub mod session;
