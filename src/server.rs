@@ -24,7 +24,8 @@ use crate::http::cors::{self, Policy};
 use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
 use crate::http::{guard, server, Drain, Error, Limits};
-use crate::invoke::{Invoker, InvokerConfig};
+use crate::invoke::correlation::external_from_headers;
+use crate::invoke::{Invoker, InvokerConfig, EXTERNAL_CORRELATION_ID_HEADER};
 use crate::mcp::{Dispatcher, DispatcherConfig, Era, ListChanged};
 use crate::metrics::{MethodLabel, Metrics, RouteLabel};
 use crate::rest::Rest;
@@ -180,6 +181,8 @@ struct State {
     admin_token: Option<String>,
     drain: Drain,
     test_hooks: Option<Arc<TestHooks>>,
+    /// The SSE totals already added to `metrics` (see `refresh_gauges`).
+    sse_seen: std::sync::Mutex<(u64, u64)>,
 }
 
 /// Serves on an already-bound listener until `shutdown` resolves, then drains: new connections
@@ -197,18 +200,20 @@ pub async fn serve(
     };
     let (audit, audit_writer) = Audit::start(&config.audit)?;
     let metrics = Arc::new(Metrics::new());
-    metrics.register_counter(
+    if let Err(err) = metrics.register_counter(
         "sluice_audit_dropped_total",
         "Audit records dropped because the audit queue was full (when_full = \"drop\").",
         audit.dropped_counter(),
-    );
+    ) {
+        tracing::warn!(%err, "audit drop counter not exported");
+    }
     let access = Arc::new(Access::new(
         Authenticator::new(config.api_key_pepper.clone()),
         &public_base,
         config.allowed_origins.clone(),
         audit.clone(),
     ));
-    let invoker = Arc::new(Invoker::new(config.invoker));
+    let invoker = Arc::new(Invoker::new(config.invoker).with_metrics(Arc::clone(&metrics)));
     let dispatcher = Arc::new(
         Dispatcher::new(config.dispatcher, Arc::clone(&invoker)).with_audit(audit.clone()),
     );
@@ -258,6 +263,7 @@ pub async fn serve(
         metrics,
         catalog: config.catalog,
         admin_token: config.admin_token,
+        sse_seen: std::sync::Mutex::new((0, 0)),
         drain: drain.clone(),
         test_hooks: config.test_hooks,
     });
@@ -399,6 +405,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
                 answer
             }),
         Route::Metrics => {
+            refresh_gauges(state).await;
             let mut answer = response::json(StatusCode::OK, Bytes::from(state.metrics.render()));
             answer.headers_mut().insert(
                 http::header::CONTENT_TYPE,
@@ -425,6 +432,16 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         }
     };
     let mut response = result.unwrap_or_else(Error::into_response);
+    if matches!(label, RouteLabel::Mcp | RouteLabel::LegacyMessages) {
+        // "Echoes the accepted value back on X-External-Correlation-Id" (the REST surface does
+        // the same in `rest`); a value that fails the acceptance rules is not echoed.
+        if let Some(external) = external_from_headers(&parts.headers) {
+            response.headers_mut().insert(
+                EXTERNAL_CORRELATION_ID_HEADER,
+                external.header_value().clone(),
+            );
+        }
+    }
     if let Some(policy) = cors_policy {
         cors::decorate(
             &mut response,
@@ -434,6 +451,32 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
     }
     observe(state, label, &parts, &response, started);
     response
+}
+
+/// Reads the values counted elsewhere into the registry before a scrape: live sessions per tenant
+/// (the session store's counts), live streams per tenant (the stream registry), and the SSE
+/// totals of finished bodies.
+async fn refresh_gauges(state: &State) {
+    use std::sync::atomic::Ordering::Relaxed;
+    if let Ok(counts) = state.mcp.sessions.counts().await {
+        state.metrics.set_sessions(&counts);
+    }
+    state
+        .metrics
+        .set_streams(&state.mcp.streams.live_by_tenant());
+    let frames = response::SSE_FRAMES.load(Relaxed);
+    let bytes = response::SSE_BYTES.load(Relaxed);
+    let (seen_frames, seen_bytes) = {
+        let mut seen = match state.sse_seen.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        std::mem::replace(&mut *seen, (frames, bytes))
+    };
+    state.metrics.add_sse(
+        frames.saturating_sub(seen_frames),
+        bytes.saturating_sub(seen_bytes),
+    );
 }
 
 /// Runs the gate ([`Access::admit`]) on the current snapshot.

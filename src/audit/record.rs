@@ -510,7 +510,7 @@ mod tests {
     #[test]
     fn civil_from_days_matches_naive_walk() {
         fn is_leap(year: u64) -> bool {
-            year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+            year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
         }
         let (mut year, mut month, mut day) = (1970u64, 1u64, 1u64);
         for days in 0..(430 * 366) {

@@ -35,6 +35,37 @@ pub const X_ACCEL_BUFFERING: http::HeaderName = http::HeaderName::from_static("x
 /// A response body.
 pub struct Body {
     kind: Kind,
+    /// SSE frames and bytes this body sent, added to [`SSE_FRAMES`] / [`SSE_BYTES`] once, when
+    /// it drops (no shared counter is touched per frame).
+    sent: Sent,
+}
+
+/// SSE frames sent by every event-stream body of the process, counted when each body ends.
+pub static SSE_FRAMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// SSE bytes sent by every event-stream body of the process, counted when each body ends.
+pub static SSE_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[derive(Default)]
+struct Sent {
+    frames: u64,
+    bytes: u64,
+}
+
+impl Sent {
+    fn count(&mut self, frame: &Bytes) {
+        self.frames += 1;
+        self.bytes += frame.len() as u64;
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.sent.frames > 0 {
+            SSE_FRAMES.fetch_add(self.sent.frames, Relaxed);
+            SSE_BYTES.fetch_add(self.sent.bytes, Relaxed);
+        }
+    }
 }
 
 enum Kind {
@@ -59,13 +90,17 @@ struct Streaming {
 impl Body {
     /// No body (`Content-Length: 0` where the status allows one).
     pub fn empty() -> Self {
-        Self { kind: Kind::Empty }
+        Self {
+            kind: Kind::Empty,
+            sent: Sent::default(),
+        }
     }
 
     /// One ready buffer.
     pub fn full(bytes: impl Into<Bytes>) -> Self {
         Self {
             kind: Kind::Full(Some(bytes.into())),
+            sent: Sent::default(),
         }
     }
 
@@ -73,6 +108,7 @@ impl Body {
     pub fn frames(frames: SmallVec<[Bytes; INLINE_FRAMES]>) -> Self {
         Self {
             kind: Kind::Frames(frames.into_iter()),
+            sent: Sent::default(),
         }
     }
 
@@ -85,6 +121,7 @@ impl Body {
                 drained: Some(Box::pin(drain.signalled())),
                 epilogue: None,
             }),
+            sent: Sent::default(),
         }
     }
 
@@ -97,6 +134,7 @@ impl Body {
                 drained: Some(Box::pin(drain.signalled())),
                 epilogue: Some(epilogue),
             }),
+            sent: Sent::default(),
         }
     }
 }
@@ -121,10 +159,15 @@ impl http_body::Body for Body {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match &mut self.get_mut().kind {
+        let this = self.get_mut();
+        let sent = &mut this.sent;
+        match &mut this.kind {
             Kind::Empty => Poll::Ready(None),
             Kind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            Kind::Frames(frames) => Poll::Ready(frames.next().map(|b| Ok(Frame::data(b)))),
+            Kind::Frames(frames) => Poll::Ready(frames.next().map(|b| {
+                sent.count(&b);
+                Ok(Frame::data(b))
+            })),
             Kind::Stream(stream) => {
                 // After the drain (and the epilogue, if any) nothing more is sent.
                 if stream.drained.is_none() {
@@ -133,7 +176,10 @@ impl http_body::Body for Body {
                 // A frame already queued goes out before the drain check: frames are whole, so
                 // stopping between any two of them leaves a clean boundary.
                 if let Poll::Ready(next) = stream.rx.poll_recv(cx) {
-                    return Poll::Ready(next.map(|b| Ok(Frame::data(b))));
+                    return Poll::Ready(next.map(|b| {
+                        sent.count(&b);
+                        Ok(Frame::data(b))
+                    }));
                 }
                 let Some(drained) = stream.drained.as_mut() else {
                     return Poll::Ready(None);
@@ -142,7 +188,10 @@ impl http_body::Body for Body {
                     Poll::Ready(()) => {
                         stream.drained = None;
                         stream.rx.close();
-                        Poll::Ready(stream.epilogue.take().map(|b| Ok(Frame::data(b))))
+                        Poll::Ready(stream.epilogue.take().map(|b| {
+                            sent.count(&b);
+                            Ok(Frame::data(b))
+                        }))
                     }
                     Poll::Pending => Poll::Pending,
                 }

@@ -158,6 +158,8 @@ pub struct Invoker {
     client: HttpClient,
     config: InvokerConfig,
     limiter: Arc<TenantLimiter>,
+    /// Downstream failures are counted here by code.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl std::fmt::Debug for Invoker {
@@ -192,7 +194,15 @@ impl Invoker {
             client,
             config,
             limiter,
+            metrics: None,
         }
+    }
+
+    /// This invoker, counting downstream failures in `metrics`
+    /// (`sluice_downstream_errors_total{code}`).
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Downstream calls of `tenant` in flight now (bounded by `max_per_tenant`).
@@ -286,10 +296,14 @@ impl Invoker {
             }
             read_body(response.into_body(), limit, declared.unwrap_or(0) as usize).await
         };
-        match tokio::time::timeout(timeout, exchange).await {
+        let result = match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(InvokeError::Timeout(timeout)),
+        };
+        if let (Err(err), Some(metrics)) = (&result, &self.metrics) {
+            metrics.downstream_error(err.metric_code());
         }
+        result
     }
 
     /// Translates a downstream body into the exposed result (no IO).

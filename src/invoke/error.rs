@@ -142,6 +142,20 @@ pub enum InvokeError {
 }
 
 impl InvokeError {
+    /// A short fixed code for metrics: `connect`, `transport`, `status_4xx`, `status_5xx`,
+    /// `timeout`, `invalid_response`, `invalid_arguments`.
+    pub fn metric_code(&self) -> &'static str {
+        match self {
+            Self::Connect(_) => "connect",
+            Self::Transport(_) => "transport",
+            Self::Status(status) if status.is_client_error() => "status_4xx",
+            Self::Status(_) => "status_5xx",
+            Self::Timeout(_) => "timeout",
+            Self::InvalidResponse(_) => "invalid_response",
+            _ => "invalid_arguments",
+        }
+    }
+
     pub(crate) fn argument(field: &str, problem: ArgumentProblem) -> Self {
         Self::InvalidArgument {
             field: field.into(),

@@ -181,6 +181,17 @@ impl Metrics {
         self.tenants.add(tenant, Gauge::Sessions, 1);
     }
 
+    /// Sets the live-session gauge of every tenant from the session store's own counts (read at
+    /// scrape time; tenants not listed read 0).
+    pub fn set_sessions(&self, counts: &[(String, i64)]) {
+        self.tenants.set_all(Gauge::Sessions, counts);
+    }
+
+    /// Sets the live-stream gauge of every tenant from the stream registry (read at scrape time).
+    pub fn set_streams(&self, counts: &[(String, i64)]) {
+        self.tenants.set_all(Gauge::Streams, counts);
+    }
+
     /// A session of `tenant` closed (deleted or expired).
     pub fn session_closed(&self, tenant: &str) {
         self.tenants.add(tenant, Gauge::Sessions, -1);

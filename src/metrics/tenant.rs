@@ -85,6 +85,22 @@ impl TenantMap {
             .fetch_add(delta, Ordering::Relaxed);
     }
 
+    /// Sets `gauge` of every tenant from `values` (tenant, value); tenants not listed read 0.
+    /// For gauges whose source of truth is counted elsewhere and read at scrape time.
+    pub(crate) fn set_all(&self, gauge: Gauge, values: &[(String, i64)]) {
+        {
+            let tenants = self.tenants.read().unwrap_or_else(PoisonError::into_inner);
+            for gauges in tenants.values() {
+                gauges.gauge(gauge).store(0, Ordering::Relaxed);
+            }
+        }
+        for (tenant, value) in values {
+            self.get(tenant)
+                .gauge(gauge)
+                .store(*value, Ordering::Relaxed);
+        }
+    }
+
     /// Opens `gauge` of `tenant` and returns the guard that closes it.
     pub(crate) fn guard(&self, tenant: &str, gauge: Gauge) -> GaugeGuard {
         let gauges = self.get(tenant);

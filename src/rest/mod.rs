@@ -102,9 +102,8 @@ impl Rest {
     {
         let started = Instant::now();
         let ctx = CallContext::from_headers(&parts.headers);
-        let mut logged = Logged::default();
-        let result = self
-            .call_inner(parts, body, target, name, &ctx, &admitted, &mut logged)
+        let (result, logged) = self
+            .call_inner(parts, body, target, name, &ctx, &admitted)
             .await;
         let mut response = result.unwrap_or_else(Error::into_response);
         if self.audit.is_enabled() {
@@ -146,12 +145,40 @@ impl Rest {
         name: &str,
         ctx: &CallContext,
         admitted: &Admitted,
+    ) -> (Result<Response<Body>, Error>, Logged)
+    where
+        B: http_body::Body,
+        B::Error: std::fmt::Display,
+    {
+        let call = Call {
+            parts,
+            target,
+            name,
+            ctx,
+            admitted,
+        };
+        let mut logged = Logged::default();
+        let result = self.call_logged(&call, body, &mut logged).await;
+        (result, logged)
+    }
+
+    async fn call_logged<B>(
+        &self,
+        call: &Call<'_, '_>,
+        body: B,
         logged: &mut Logged,
     ) -> Result<Response<Body>, Error>
     where
         B: http_body::Body,
         B::Error: std::fmt::Display,
     {
+        let Call {
+            parts,
+            target,
+            name,
+            ctx,
+            admitted,
+        } = *call;
         // Resolve before reading the body: an unknown tool is 404 whatever was sent.
         let snapshot = &admitted.snapshot;
         let view = snapshot
@@ -210,6 +237,16 @@ impl Rest {
         }
         Ok(response::json(StatusCode::OK, output.body))
     }
+}
+
+/// What one REST tool call is about.
+#[derive(Clone, Copy)]
+struct Call<'a, 't> {
+    parts: &'a Parts,
+    target: &'a Target<'t>,
+    name: &'a str,
+    ctx: &'a CallContext,
+    admitted: &'a Admitted,
 }
 
 /// Payloads captured for the audit record of a tool with `log_payloads`.

@@ -126,6 +126,14 @@ impl LocalStore {
         }
     }
 
+    /// Live sessions per tenant (what the per-tenant cap counts).
+    pub fn counts(&self) -> Vec<(String, i64)> {
+        lock(&self.tenants)
+            .iter()
+            .map(|(tenant, n)| (tenant.to_string(), i64::try_from(*n).unwrap_or(i64::MAX)))
+            .collect()
+    }
+
     /// See [`SessionStore::count`].
     pub fn count(&self, tenant: &str) -> usize {
         lock(&self.tenants).get(tenant).copied().unwrap_or(0)

@@ -154,6 +154,13 @@ impl Sessions {
     }
 
     /// See [`SessionStore::expire`].
+    pub async fn counts(&self) -> Result<Vec<(String, i64)>, SessionError> {
+        match self {
+            Self::Local(store) => Ok(store.counts()),
+        }
+    }
+
+    /// See [`SessionStore::expire`].
     pub async fn expire(&self) -> Result<Vec<SessionId>, SessionError> {
         match self {
             Self::Local(store) => Ok(store.expire()),

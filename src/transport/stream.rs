@@ -977,6 +977,23 @@ impl StreamRegistry {
             .sum()
     }
 
+    /// Streams with a live connection, per tenant (for the `sluice_active_streams` gauge).
+    pub fn live_by_tenant(&self) -> Vec<(String, i64)> {
+        let mut counts: HashMap<String, i64> = HashMap::new();
+        for shard in self.inner.streams.iter() {
+            let shard = lock(shard);
+            for stream in shard.values() {
+                let state = stream.lock();
+                if state.live.is_some() && !state.closed {
+                    *counts
+                        .entry(stream.owner.get().tenant.to_owned())
+                        .or_default() += 1;
+                }
+            }
+        }
+        counts.into_iter().collect()
+    }
+
     /// True when no stream is registered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -1,5 +1,6 @@
 //! The integration test binary: one module per topic, all over real sockets on 127.0.0.1.
 
+mod auth;
 mod catalog;
 mod cli;
 mod http;
