@@ -34,6 +34,12 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
+from mcp.client.auth.utils import (
+    build_protected_resource_metadata_discovery_urls,
+    extract_resource_metadata_from_www_auth,
+    extract_scope_from_www_auth,
+    handle_protected_resource_response,
+)
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
@@ -52,6 +58,10 @@ MCP_URL = f"{BASE}/runtime/interop/agent/mcp"
 SSE_URL = f"{BASE}/runtime/interop/agent/sse"
 # The second instance, configured with `prefer_sse = true`: POSTs are answered as SSE streams.
 SSE_ANSWERS_URL = f"{os.environ['SLUICE_SSE_URL'].rstrip('/')}/runtime/interop/agent/mcp"
+
+# Tenant `secure` accepts only API keys (sluice.interop.toml).
+SECURE_URL = f"{BASE}/runtime/secure/agent/mcp"
+SECURE_KEY = "rtk_interopkey22_interop-secret-0123456789abcdefghijklmnopqr"
 
 CASE_TIMEOUT = 20.0
 READ_TIMEOUT = 20.0
@@ -582,6 +592,56 @@ async def case_sse_answers(report: Report) -> None:
     await case.check("handshake: initialize, lists, tools/call, resources, ping over SSE answers", handshake)
 
 
+async def case_auth(report: Report) -> None:
+    case = Case(report, "auth")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": HANDSHAKE_LATEST, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+    }
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+    async def discovery() -> None:
+        # What the SDK's OAuth provider does on a 401: read the challenge, find the metadata.
+        async with create_mcp_http_client() as http:
+            response = await http.post(SECURE_URL, json=initialize, headers=headers)
+            expect(response.status_code == 401, f"no credential answered {response.status_code}")
+            metadata_url = extract_resource_metadata_from_www_auth(response)
+            want = f"{BASE}/.well-known/oauth-protected-resource/runtime/secure/agent/mcp"
+            expect(metadata_url == want, f"resource_metadata {metadata_url!r}, want {want!r}")
+            expect(extract_scope_from_www_auth(response) == "mcp:tools", "challenge scope")
+            urls = build_protected_resource_metadata_discovery_urls(metadata_url, SECURE_URL)
+            expect(bool(urls) and urls[0] == want, f"discovery order {urls}")
+            metadata = await handle_protected_resource_response(await http.get(urls[0]))
+            expect(metadata is not None, "the SDK could not parse the protected-resource metadata")
+            expect(str(metadata.resource).rstrip("/") == SECURE_URL, f"resource {metadata.resource}")
+            servers = [str(s).rstrip("/") for s in metadata.authorization_servers]
+            expect(servers == ["https://login.example.com/secure"], f"authorization_servers {servers}")
+
+    async def with_key() -> None:
+        async with create_mcp_http_client(headers={"authorization": f"Bearer {SECURE_KEY}"}) as http:
+            transport = streamable_http_client(SECURE_URL, http_client=http)
+            client = Client(transport, mode="legacy", read_timeout_seconds=READ_TIMEOUT)
+            async with client:
+                tools = await client.list_tools()
+                expect([t.name for t in tools.tools] == ["get_customer"], f"tools {tools.tools}")
+                result = await client.call_tool("get_customer", {"id": "c-100"})
+                expect(not result.is_error, f"call failed: {result}")
+
+    async def wrong_key() -> None:
+        bad = SECURE_KEY[:-4] + "AAAA"
+        async with create_mcp_http_client() as http:
+            response = await http.post(SECURE_URL, json=initialize, headers={**headers, "authorization": f"Bearer {bad}"})
+            expect(response.status_code == 401, f"wrong key answered {response.status_code}")
+            challenge = response.headers.get("www-authenticate", "")
+            expect('error="invalid_token"' in challenge, f"challenge {challenge!r}")
+
+    await case.check("401 challenge -> SDK finds and parses the protected-resource metadata", discovery)
+    await case.check("API key: initialize, tools/list, tools/call", with_key)
+    await case.check("wrong API key -> 401 invalid_token", wrong_key)
+
+
 # === main ===
 
 
@@ -603,6 +663,7 @@ async def main() -> int:
     await run_case(report, "handshake/legacy", case_handshake)
     await run_case(report, "legacy-sse", case_legacy_sse)
     await run_case(report, "sse-answers", case_sse_answers)
+    await run_case(report, "auth", case_auth)
     if report.xfailed:
         print(f"({report.xfailed} expected failure(s), see XFAIL lines)", flush=True)
     line = report.summary()
