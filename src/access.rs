@@ -120,10 +120,10 @@ impl Access {
             return Err(unknown_client());
         };
         let started = Instant::now();
-        let resource = self.resource_url(&target.tenant, &target.client, endpoint);
+        let resource = || self.resource_url(&target.tenant, &target.client, endpoint);
         match self
             .authenticator
-            .authenticate(&parts.headers, view, &resource)
+            .authenticate_with(&parts.headers, view, resource)
             .await
         {
             Ok(caller) => Ok(Admitted { snapshot, caller }),

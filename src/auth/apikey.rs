@@ -159,8 +159,8 @@ pub fn caller(key: &ApiKey, view: &ClientView) -> Caller {
     caller_id.push_str("apikey:");
     caller_id.push_str(name);
     Caller {
-        tenant: Arc::from(view.tenant()),
-        client: Arc::from(view.client()),
+        tenant: Arc::clone(view.tenant_id()),
+        client: Arc::clone(view.client_id()),
         caller_id: Arc::from(caller_id),
         method: AuthMethod::ApiKey,
         scopes: match &key.scopes {

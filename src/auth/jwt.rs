@@ -62,8 +62,8 @@ pub async fn validate(
     }
     let caller_id = caller_id(&settings.issuer, &claims)?;
     Ok(Caller {
-        tenant: Arc::from(view.tenant()),
-        client: Arc::from(view.client()),
+        tenant: Arc::clone(view.tenant_id()),
+        client: Arc::clone(view.client_id()),
         caller_id: Arc::from(caller_id),
         method: AuthMethod::Jwt,
         scopes: scopes(&claims),

@@ -64,6 +64,12 @@ pub struct Caller {
     pub scopes: Scopes,
 }
 
+/// The shared `anonymous` caller id (one allocation per process, not per request).
+fn anonymous_id() -> Arc<str> {
+    static ID: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    Arc::clone(ID.get_or_init(|| Arc::from(ANONYMOUS_CALLER)))
+}
+
 impl Caller {
     /// The caller of a request without a credential on a tenant that allows it. It holds no
     /// scope, so any scope check it meets asks for a credential ([`AuthError::Missing`]).
@@ -71,7 +77,7 @@ impl Caller {
         Self {
             tenant,
             client,
-            caller_id: Arc::from(ANONYMOUS_CALLER),
+            caller_id: anonymous_id(),
             method: AuthMethod::Anonymous,
             scopes: Scopes::none(),
         }
@@ -112,7 +118,9 @@ pub enum Scopes {
 impl Scopes {
     /// No scope at all.
     pub fn none() -> Self {
-        Scopes::Set(Arc::default())
+        // Shared: every anonymous request holds it, and an empty set is an allocation.
+        static NONE: std::sync::OnceLock<Arc<BTreeSet<String>>> = std::sync::OnceLock::new();
+        Scopes::Set(Arc::clone(NONE.get_or_init(Arc::default)))
     }
 
     /// Exactly the given scopes (duplicates collapse).
@@ -260,16 +268,29 @@ impl Authenticator {
         view: &ClientView,
         resource_url: &str,
     ) -> Result<Caller, AuthError> {
+        self.authenticate_with(headers, view, || resource_url.to_owned())
+            .await
+    }
+
+    /// [`Authenticator::authenticate`] with the resource URL built only when a JWT needs it
+    /// (API keys and anonymous callers never do, so the hot path formats nothing).
+    pub async fn authenticate_with(
+        &self,
+        headers: &HeaderMap,
+        view: &ClientView,
+        resource_url: impl FnOnce() -> String,
+    ) -> Result<Caller, AuthError> {
         let caller = match credential(headers)? {
             Some(Credential::ApiKey(token)) => self.api_key(token, view)?,
             Some(Credential::Jwt(token)) => {
                 let Some(settings) = &view.auth().jwt else {
                     return Err(AuthError::invalid("bearer tokens are not accepted here"));
                 };
-                jwt::validate(&self.jwks, token, settings, view, resource_url).await?
+                let resource_url = resource_url();
+                jwt::validate(&self.jwks, token, settings, view, &resource_url).await?
             }
             None if view.auth().anonymous => {
-                Caller::anonymous(Arc::from(view.tenant()), Arc::from(view.client()))
+                Caller::anonymous(Arc::clone(view.tenant_id()), Arc::clone(view.client_id()))
             }
             None => return Err(AuthError::Missing),
         };

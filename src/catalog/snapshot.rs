@@ -80,6 +80,16 @@ pub struct ClientView {
 }
 
 impl ClientView {
+    /// The tenant id, shared (callers keep it without copying the string).
+    pub fn tenant_id(&self) -> &Arc<str> {
+        &self.tenant
+    }
+
+    /// The client application id, shared.
+    pub fn client_id(&self) -> &Arc<str> {
+        &self.client
+    }
+
     /// The tenant's authentication settings; the client's API keys are in [`Self::app`].
     pub fn auth(&self) -> &TenantAuth {
         &self.auth

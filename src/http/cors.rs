@@ -20,8 +20,9 @@ use super::{guard, Error};
 
 /// Request headers a browser client of the MCP endpoints may send: the fixed ones, plus any
 /// `Mcp-Param-*` routing header of the stateless era (matched by prefix).
-pub const ALLOWED_REQUEST_HEADERS: [&str; 8] = [
+pub const ALLOWED_REQUEST_HEADERS: [&str; 9] = [
     "authorization",
+    "x-api-key",
     "content-type",
     "accept",
     "mcp-protocol-version",
@@ -121,7 +122,7 @@ pub fn decorate(response: &mut Response<Body>, origin: Option<HeaderValue>, poli
 /// allowed (so `Mcp-Param-*` names work without a wildcard, which would not cover
 /// `Authorization`), else the fixed list.
 fn allowed_headers(requested: Option<&HeaderValue>) -> HeaderValue {
-    const FIXED: &str = "Authorization, Content-Type, Accept, MCP-Protocol-Version, \
+    const FIXED: &str = "Authorization, X-API-Key, Content-Type, Accept, MCP-Protocol-Version, \
                          Mcp-Session-Id, Last-Event-ID, Mcp-Method, Mcp-Name";
     let Some(requested) = requested.and_then(|v| v.to_str().ok()) else {
         return HeaderValue::from_static(FIXED);

@@ -197,6 +197,16 @@ name = "broken"
 description = "Its API is down."
 downstream = {{ kind = "rest", method = "GET", url = "http://127.0.0.1:1/down", timeout_ms = 2000 }}
 
+[[tenant.toolset.tool]]
+name = "hold"
+description = "Its API never answers."
+downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/hold", timeout_ms = 60000 }}
+
+[[tenant.toolset.tool]]
+name = "quick"
+description = "Gives up after 300 ms."
+downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo", timeout_ms = 300 }}
+
 [[tenant.assignment]]
 client = "app"
 toolset = "crm"
@@ -214,14 +224,19 @@ toolset = "crm"
 
 // === servers ===
 
-/// A downstream that answers every request with `{"echoed":true}`.
+/// A downstream that answers every request with `{"echoed":true}`, except `/hold`, which never
+/// answers.
 async fn downstream() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let service = service_fn(|_req: Request<Incoming>| async {
+                let service = service_fn(|req: Request<Incoming>| async move {
+                    if req.uri().path() == "/hold" {
+                        // Never answers: holds one of the tenant's downstream slots.
+                        std::future::pending::<()>().await;
+                    }
                     let mut response =
                         hyper::Response::new(Full::new(Bytes::from_static(br#"{"echoed":true}"#)));
                     response.headers_mut().insert(
@@ -1091,7 +1106,7 @@ async fn one_audit_record_per_call_with_its_dimensions() {
     // A tool logs payloads, so the tools/list payload is captured as an audit dimension.
     let listing = &by_type("tools_list")[0]["tools_list"]["tools"];
     assert!(
-        listing.as_array().is_some_and(|tools| tools.len() == 5),
+        listing.as_array().is_some_and(|tools| tools.len() == 7),
         "{listing}"
     );
     // The logging tool's arguments and result are recorded as JSON values.
@@ -1204,4 +1219,57 @@ async fn metrics_exposition_parses_and_counts() {
         "{text}"
     );
     assert_eq!(value("sluice_audit_dropped_total", &[]), Some(0.0));
+}
+
+#[tokio::test]
+async fn downstream_calls_per_tenant_are_limited() {
+    let s = Sluice::with(|config| config.invoker.max_per_tenant = 1).await;
+    let auth = bearer(&s.keys.full.token);
+    let quick = |auth: String| async move {
+        post(
+            s.addr,
+            "/runtime/acme/app/tools/quick",
+            Some(&auth),
+            &[],
+            &json!({}),
+        )
+        .await
+    };
+    assert_eq!(quick(auth.clone()).await.status, StatusCode::OK);
+    // `hold` takes the tenant's only slot and keeps it.
+    let addr = s.addr;
+    let held_auth = auth.clone();
+    let held = tokio::spawn(async move {
+        post(
+            addr,
+            "/runtime/acme/app/tools/hold",
+            Some(&held_auth),
+            &[],
+            &json!({}),
+        )
+        .await
+    });
+    // Until it is released, `quick` waits for a slot within its own 300 ms timeout: 504.
+    let deadline = tokio::time::Instant::now() + GUARD;
+    loop {
+        let reply = quick(auth.clone()).await;
+        if reply.status == StatusCode::GATEWAY_TIMEOUT {
+            break;
+        }
+        // The held call may not have reached the downstream yet.
+        assert_eq!(reply.status, StatusCode::OK);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slot was never taken"
+        );
+    }
+    // The client gives up on `hold`: its slot comes back and `quick` answers again.
+    held.abort();
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while quick(auth.clone()).await.status != StatusCode::OK {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slot was not released"
+        );
+    }
 }

@@ -84,3 +84,117 @@ fn the_readme_configuration_example_is_valid() {
         catalog.err().map(|r| r.to_string())
     );
 }
+
+#[test]
+fn key_new_prints_a_key_and_its_hash_entry() {
+    let out = sluice()
+        .args(["key", "new"])
+        .env("SLUICE_API_KEY_PEPPER", "cli-pepper")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let token = stdout
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("rtk_"))
+        .unwrap_or_else(|| panic!("no key in {stdout}"));
+    let parsed = sluice::auth::apikey::parse(token).expect("a well-formed key");
+    let id_line = format!("id = \"{}\"", parsed.id);
+    assert!(stdout.contains(&id_line), "{stdout}");
+    let hash = sluice::auth::apikey::hash_secret(b"cli-pepper", parsed.secret);
+    let hash_line = format!("hash = \"{}\"", hex::encode(hash));
+    assert!(stdout.contains(&hash_line), "{stdout}");
+    // The secret itself never appears in the configuration entry.
+    let entry = &stdout[stdout.find("[[tenant.client.api_key]]").expect("entry")..];
+    assert!(!entry.contains(parsed.secret));
+
+    let out = sluice()
+        .args(["key", "new"])
+        .env_remove("SLUICE_API_KEY_PEPPER")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SLUICE_API_KEY_PEPPER"));
+}
+
+/// `serve` logs JSON lines when configured to, answers `/readyz`, and on SIGTERM drains and exits
+/// 0 (the process a deployment stops).
+#[test]
+fn serve_logs_json_and_drains_on_sigterm() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let dir = std::env::temp_dir().join(format!("sluice-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("sluice.toml");
+    std::fs::write(
+        &config,
+        "[server]\nlisten = \"127.0.0.1:0\"\n[server.log]\nformat = \"json\"\n\
+         [[tenant]]\nid = \"t\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"c\"\n",
+    )
+    .unwrap();
+    let mut child = sluice()
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines_tx, lines) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |what: &str| -> serde_json::Value {
+        loop {
+            let line = lines
+                .recv_timeout(Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("no {what} log line"));
+            let value: serde_json::Value = serde_json::from_str(&line)
+                .unwrap_or_else(|err| panic!("log line is not JSON ({err}): {line}"));
+            if value["fields"]["message"] == what {
+                return value;
+            }
+        }
+    };
+    let listening = next("listening");
+    assert_eq!(listening["level"], "INFO");
+    let addr = listening["fields"]["addr"].as_str().unwrap().to_owned();
+
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream
+        .write_all(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    next("SIGTERM: shutting down");
+    next("drained; exiting");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
