@@ -15,6 +15,9 @@ pub fn config_text(api_base: &str) -> String {
     CONFIG_TEMPLATE.replace("{api}", api_base)
 }
 
+/// The demo client's API key (the demo tenant also allows anonymous callers).
+pub const DEMO_API_KEY: &str = "rtk_demoagentkey_demo-secret-not-for-production-use-00000000";
+
 /// The copy-pasteable MCP session of the banner; `{mcp}` is the MCP endpoint URL.
 const MCP_SESSION: &str = r#"An MCP session with curl (Streamable HTTP, protocol 2025-11-25):
 MCP={mcp}
@@ -48,6 +51,13 @@ pub fn banner(addr: std::net::SocketAddr) -> String {
          curl -s -X POST {base}/tools/discover_tool_schema -H 'content-type: application/json' -d '{{\"tool_id\":\"place_order\"}}'\n\
          curl -s -X POST {base}/tools/place_order -H 'content-type: application/json' -H 'X-Correlation-Id: demo-42' -i \\\n  \
          -d '{{\"customer_id\":\"c-100\",\"items\":[{{\"product\":\"SKU-1\",\"quantity\":2}}]}}'\n\
+         \n\
+         Authentication: the demo tenant lets anonymous callers in (development only) and checks any\n\
+         credential that is presented. With the demo API key, then a wrong one (401 + OAuth challenge):\n\
+         curl -s {base}/tools -H 'authorization: Bearer {DEMO_API_KEY}'\n\
+         curl -si {base}/tools -H 'authorization: Bearer rtk_demoagentkey_wrong'\n\
+         curl -s http://{addr}/.well-known/oauth-protected-resource/runtime/demo/agent/mcp\n\
+         Metrics: curl -s http://{addr}/metrics\n\
          \n\
          Ctrl-C drains and stops."
     )

@@ -604,3 +604,22 @@ async fn requests_during_reloads_see_a_whole_catalog() {
     }
     assert_eq!(catalog.current().version(), 201);
 }
+
+#[tokio::test]
+async fn the_demo_key_of_the_banner_works_and_a_wrong_one_is_challenged() {
+    let sluice = demo().await;
+    let url = sluice.url("/runtime/demo/agent/tools/get_customer");
+    let key = format!("Bearer {}", sluice::demo::DEMO_API_KEY);
+    let reply = post(&url, &[("authorization", &key)], r#"{"id":"c-100"}"#).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let reply = post(
+        &url,
+        &[("authorization", "Bearer rtk_demoagentkey_wrong")],
+        r#"{"id":"c-100"}"#,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert!(reply.headers["www-authenticate"]
+        .to_str()
+        .is_ok_and(|v| v.contains("resource_metadata=")));
+}
