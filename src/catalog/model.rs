@@ -448,13 +448,91 @@ pub enum SchemaMode {
     Lazy,
 }
 
-/// The downstream a tool calls. An open set: SOAP and federated kinds come later.
+/// The downstream a tool calls.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Downstream {
     /// An HTTP JSON API.
     Rest(RestDownstream),
+    /// A federated read: the same query fanned out to several provider sources, their records
+    /// streamed page by page (`bos/source-results/v1`) and merged by identity.
+    Federated(FederatedDownstream),
+}
+
+/// A federated read over several sources. The tool's input rules name the query parameters
+/// every source receives (`location` defaults to the query for these tools).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederatedDownstream {
+    /// The record type every source returns, e.g. `person`.
+    pub record_type: String,
+    /// The operation deadline in milliseconds: sources still running then are cancelled and
+    /// reported `source_timeout`; delivered records are kept.
+    pub deadline_ms: Option<u64>,
+    /// The sources, read concurrently (at most `maxConcurrentSources` at once).
+    #[serde(rename = "source")]
+    pub sources: Vec<Source>,
+}
+
+/// One provider source of a federated read.
+///
+/// Provider protocol: `GET {url}?{arguments as query}&cursor=…&limit=…` answers
+/// `{"records":[…], "next_cursor": "…" | null}`; each record carries `source_identity`,
+/// `external_id`, `record_type`, `observed_at`, optional `version`, and `fields`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// The kind of system, e.g. `crm`.
+    pub source_type: String,
+    /// This source's identity; every record it returns must name it.
+    pub source_identity: String,
+    /// The provider endpoint (`http` or `https`).
+    pub url: String,
+    /// Per-source timeout in milliseconds for the whole read (all its pages).
+    pub timeout_ms: Option<u64>,
+    /// A credential sent to this provider only (never the client's).
+    pub credential: Option<SourceCredential>,
+    /// `limit` asked of the provider per page (default: the extension's page size).
+    pub page_limit: Option<u32>,
+    /// Capabilities published in each record's provenance (default `["read"]`).
+    #[serde(default = "read_capability")]
+    pub capabilities: Vec<String>,
+    /// How provider fields map to the federated record.
+    #[serde(default)]
+    pub fields: SourceFields,
+}
+
+fn read_capability() -> Vec<String> {
+    vec!["read".to_owned()]
+}
+
+/// A header carrying this source's credential, e.g. `Authorization: Bearer …`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceCredential {
+    /// The header name.
+    pub header: String,
+    /// The header value.
+    pub value: String,
+}
+
+/// Provider field paths (dotted, inside the record's `fields`) of the federated record's
+/// fields; an unset or absent field is `null`.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SourceFields {
+    /// → `display_name`.
+    pub display_name: Option<String>,
+    /// → `email` (identity: compared lowercased and trimmed).
+    pub email: Option<String>,
+    /// → `phone` (identity: compared as digits, with a leading `+` kept).
+    pub phone: Option<String>,
+    /// → `lifecycle`.
+    pub lifecycle: Option<String>,
+    /// `attributes` name → provider field path.
+    #[serde(default)]
+    pub attributes: BTreeMap<String, String>,
 }
 
 /// A REST downstream.

@@ -208,13 +208,49 @@ impl ToolPlan {
     /// Compiles a tool, reporting every problem found (not just the first).
     pub fn compile(tool: &Tool) -> Result<ToolPlan, Vec<PlanProblem>> {
         let mut problems = Vec::new();
-        let Downstream::Rest(rest) = &tool.downstream;
-        let plan = compile_rest(tool, rest, &mut problems);
+        let plan = match &tool.downstream {
+            Downstream::Rest(rest) => compile_rest(tool, rest, &mut problems),
+            Downstream::Federated(federated) => {
+                compile_federated(tool, federated, &mut problems)
+            }
+        };
         match plan {
             Some(plan) if problems.is_empty() => Ok(plan),
             _ => Err(problems),
         }
     }
+}
+
+/// Base URL of a federated tool's plan: the plan validates and translates the arguments into a
+/// query string, which the federation layer then sends to every source's own URL.
+pub const FEDERATED_PLAN_BASE: &str = "http://federated.invalid/";
+
+/// A federated tool's arguments travel as query parameters to every source: its plan is a GET
+/// on [`FEDERATED_PLAN_BASE`] whose input fields default to the query (a `path` location has no
+/// template to fill and is refused).
+fn compile_federated(
+    tool: &Tool,
+    federated: &crate::catalog::model::FederatedDownstream,
+    problems: &mut Vec<PlanProblem>,
+) -> Option<ToolPlan> {
+    let mut as_query = tool.clone();
+    for rule in &mut as_query.inputs {
+        match rule.location {
+            Location::Body => rule.location = Location::Query,
+            Location::Path => problems.push(PlanProblem::tool(format!(
+                "input {:?}: a federated tool has no URL template; use location = \"query\" or \"header\"",
+                rule.exposed
+            ))),
+            Location::Query | Location::Header => {}
+        }
+    }
+    let rest = RestDownstream {
+        method: "GET".to_owned(),
+        url: FEDERATED_PLAN_BASE.to_owned(),
+        headers: Default::default(),
+        timeout_ms: federated.deadline_ms,
+    };
+    compile_rest(&as_query, &rest, problems)
 }
 
 fn compile_rest(
