@@ -471,7 +471,7 @@ pub struct FederatedDownstream {
     /// reported `source_timeout`; delivered records are kept.
     pub deadline_ms: Option<u64>,
     /// The sources, read concurrently (at most `maxConcurrentSources` at once).
-    #[serde(rename = "source")]
+    #[serde(default, rename = "source")]
     pub sources: Vec<Source>,
 }
 

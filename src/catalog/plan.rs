@@ -210,9 +210,7 @@ impl ToolPlan {
         let mut problems = Vec::new();
         let plan = match &tool.downstream {
             Downstream::Rest(rest) => compile_rest(tool, rest, &mut problems),
-            Downstream::Federated(federated) => {
-                compile_federated(tool, federated, &mut problems)
-            }
+            Downstream::Federated(federated) => compile_federated(tool, federated, &mut problems),
         };
         match plan {
             Some(plan) if problems.is_empty() => Ok(plan),
@@ -237,10 +235,14 @@ fn compile_federated(
     for rule in &mut as_query.inputs {
         match rule.location {
             Location::Body => rule.location = Location::Query,
-            Location::Path => problems.push(PlanProblem::tool(format!(
-                "input {:?}: a federated tool has no URL template; use location = \"query\" or \"header\"",
-                rule.exposed
-            ))),
+            Location::Path => {
+                problems.push(PlanProblem::field(
+                    &rule.exposed,
+                    "a federated tool has no URL template; use location = \"query\" or \"header\"",
+                ));
+                // Reported once: compiled as a query field from here on.
+                rule.location = Location::Query;
+            }
             Location::Query | Location::Header => {}
         }
     }

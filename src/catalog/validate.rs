@@ -477,6 +477,9 @@ fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Option<Arc<ToolPla
     }
     check_rules(report, loc, "field", &tool.inputs, true);
     check_rules(report, loc, "output field", &tool.outputs, false);
+    if let super::model::Downstream::Federated(federated) = &tool.downstream {
+        check_federated(report, loc, tool, federated);
+    }
     match ToolPlan::compile(tool) {
         Ok(plan) => Some(Arc::new(plan)),
         Err(problems) => {
@@ -488,6 +491,74 @@ fn check_tool(report: &mut Report, loc: &Loc, tool: &Tool) -> Option<Arc<ToolPla
                 report.push_once(since, &at, problem.message);
             }
             None
+        }
+    }
+}
+
+/// A federated read: a record type, at least one source, distinct source identities, usable
+/// URLs, timeouts and credentials, and no output rules (its result shape is the contract's).
+fn check_federated(
+    report: &mut Report,
+    loc: &Loc,
+    tool: &Tool,
+    federated: &super::model::FederatedDownstream,
+) {
+    if federated.record_type.trim().is_empty() {
+        report.push(loc, "record_type must not be empty");
+    }
+    if federated.deadline_ms == Some(0) {
+        report.push(loc, "deadline_ms must be greater than zero");
+    }
+    if federated.sources.is_empty() {
+        report.push(loc, "a federated tool needs at least one source");
+    }
+    if !tool.outputs.is_empty() {
+        report.push(
+            loc,
+            "a federated tool has no output rules: its records use the federated record shape",
+        );
+    }
+    let mut identities = HashSet::new();
+    for source in &federated.sources {
+        let sloc = loc.with("source", &source.source_identity);
+        if source.source_type.trim().is_empty() || source.source_identity.trim().is_empty() {
+            report.push(&sloc, "source_type and source_identity must not be empty");
+        }
+        if !identities.insert((source.source_type.as_str(), source.source_identity.as_str())) {
+            report.push(&sloc, "duplicate source in this tool");
+        }
+        if !is_http_url(&source.url) {
+            report.push(&sloc, format!("url '{}' is not an http(s) URL", source.url));
+        }
+        if source.timeout_ms == Some(0) {
+            report.push(&sloc, "timeout_ms must be greater than zero");
+        }
+        if source.page_limit == Some(0) {
+            report.push(&sloc, "page_limit must be greater than zero");
+        }
+        if let Some(credential) = &source.credential {
+            if http::HeaderName::from_bytes(credential.header.as_bytes()).is_err()
+                || http::HeaderValue::from_str(&credential.value).is_err()
+            {
+                report.push(&sloc, "credential must be a valid header name and value");
+            }
+        }
+        let fields = &source.fields;
+        let paths = [
+            &fields.display_name,
+            &fields.email,
+            &fields.phone,
+            &fields.lifecycle,
+        ];
+        let empty_path = paths
+            .iter()
+            .any(|p| p.as_deref().is_some_and(str::is_empty))
+            || fields
+                .attributes
+                .iter()
+                .any(|(k, v)| k.is_empty() || v.is_empty());
+        if empty_path {
+            report.push(&sloc, "field paths and attribute names must not be empty");
         }
     }
 }
@@ -714,6 +785,55 @@ id = "crm"
         check(
             &TOOL.replace("\"t\"", "\"discover_tool_schema\""),
             &["tenant 'acme' / toolset 'crm' / tool 'discover_tool_schema': 'discover_tool_schema' is reserved for the schema discovery meta-tool"],
+        );
+    }
+
+    const FEDERATED: &str = "[[tenant.toolset.tool]]\nname = \"people\"\n\
+        [tenant.toolset.tool.downstream]\nkind = \"federated\"\nrecord_type = \"person\"\n";
+
+    fn source(identity: &str, extra: &str) -> String {
+        format!(
+            "[[tenant.toolset.tool.downstream.source]]\nsource_type = \"crm\"\n\
+             source_identity = \"{identity}\"\nurl = \"http://p/{identity}\"\n{extra}"
+        )
+    }
+
+    #[test]
+    fn federated_tools() {
+        let good = format!(
+            "{FEDERATED}{}{}[[tenant.toolset.tool.input]]\nsource = \"q\"\nexposed = \"q\"\n",
+            source("eu", "timeout_ms = 500\n[tenant.toolset.tool.downstream.source.fields]\nemail = \"mail\"\n"),
+            source("us", ""),
+        );
+        check(&good, &[]);
+        let at = "tenant 'acme' / toolset 'crm' / tool 'people'";
+        check(
+            FEDERATED,
+            &[&format!("{at}: a federated tool needs at least one source")],
+        );
+        check(
+            &format!(
+                "{FEDERATED}{}{}{}",
+                source("eu", "timeout_ms = 0\n"),
+                source(
+                    "eu",
+                    "credential = { header = \"bad header\", value = \"x\" }\n"
+                ),
+                source("xx", "").replace("http://p/xx", "ftp://p"),
+            ),
+            &[
+                &format!("{at} / source 'eu': timeout_ms must be greater than zero"),
+                &format!("{at} / source 'eu': duplicate source in this tool"),
+                &format!("{at} / source 'eu': credential must be a valid header name and value"),
+                &format!("{at} / source 'xx': url 'ftp://p' is not an http(s) URL"),
+            ],
+        );
+        check(
+            &format!(
+                "{FEDERATED}{}[[tenant.toolset.tool.input]]\nsource = \"id\"\nexposed = \"id\"\nlocation = \"path\"\n",
+                source("eu", "")
+            ),
+            &[&format!("{at} / field 'id': a federated tool has no URL template; use location = \"query\" or \"header\"")],
         );
     }
 }
