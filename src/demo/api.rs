@@ -132,6 +132,22 @@ async fn handle(
                 }
             }
         }
+        (&Method::GET, ["people", source]) => {
+            let limit = query_param(&query, "limit")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(100);
+            let page = super::providers::page(
+                source,
+                query_param(&query, "q").as_deref(),
+                query_param(&query, "cursor").as_deref(),
+                limit,
+            )
+            .await;
+            match page {
+                Some(page) => (StatusCode::OK, page),
+                None => (StatusCode::NOT_FOUND, json!({"fault": "no such source"})),
+            }
+        }
         _ => (StatusCode::NOT_FOUND, json!({"fault": "no such endpoint"})),
     };
     let body = serde_json::to_vec(&reply.1).unwrap_or_default();

@@ -4,6 +4,7 @@
 //! Must not be used outside `sluice demo` and tests: nothing here is production code.
 
 mod api;
+pub mod providers;
 
 pub use api::serve_api;
 
