@@ -7,7 +7,7 @@
 //! uses to select it; the context id and the caller id never appear in it.
 //!
 //! Must not look up clients or tools (the caller passes a predicate for client existence) and
-//! must not issue or verify handles (`handle.rs` does).
+//! must not sign or parse handles (`handle.rs` does).
 
 use std::sync::Arc;
 
@@ -15,6 +15,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde::Deserialize;
 
 use super::envelope::put_str;
+use super::handle::HandleKey;
 
 /// Longest context id accepted.
 pub const MAX_CONTEXT_ID_LEN: usize = 64;
@@ -132,6 +133,11 @@ impl BosContext {
             role_label: config.role_label.clone(),
             is_default: config.is_default,
         }
+    }
+
+    /// A handle for this context, valid only for its caller.
+    pub fn issue_handle(&self, key: &HandleKey) -> String {
+        key.issue(&self.tenant, &self.id, &self.caller)
     }
 
     /// The public JSON of the context as `handle` selects it:

@@ -72,6 +72,10 @@ impl HandleKey {
     }
 
     /// A handle for `context_id` of `tenant`, valid only when presented by `caller`.
+    ///
+    /// With ids within their configured bounds (64 bytes each for tenant and context ids) the
+    /// handle is at most 231 characters, well under [`MAX_HANDLE_LEN`]; the caller id does not
+    /// count, as it is not written into the handle.
     pub fn issue(&self, tenant: &str, context_id: &str, caller: &str) -> String {
         let payload = encode_payload(tenant, context_id);
         let tag = self.tag(&payload, caller);
@@ -199,6 +203,14 @@ mod tests {
         assert!(HandleKey::new(SECRET)
             .verify(&handle, "apikey:demo")
             .is_ok());
+    }
+
+    #[test]
+    fn longest_configured_ids_fit() {
+        let longest = "x".repeat(64);
+        let handle = key().issue(&longest, &longest, &"c".repeat(4096));
+        assert_eq!(handle.len(), 231);
+        assert!(key().verify(&handle, &"c".repeat(4096)).is_ok());
     }
 
     #[test]

@@ -496,7 +496,7 @@ fn list_contexts_result_shape() {
     .unwrap();
     let pairs: Vec<(&BosContext, String)> = set
         .for_caller("apikey:a")
-        .map(|c| (c, key.issue(set.tenant(), &c.id, &c.caller)))
+        .map(|c| (c, c.issue_handle(&key)))
         .collect();
     let bytes = list_contexts_result(pairs.iter().map(|(c, h)| (*c, h.as_str())));
     let result = parse(&bytes);
