@@ -26,6 +26,7 @@ pub mod access;
 pub mod admin;
 pub mod audit;
 pub mod auth;
+pub mod bos;
 pub mod catalog;
 pub mod demo;
 pub mod http;
