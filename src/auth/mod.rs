@@ -19,6 +19,7 @@ pub mod challenge;
 pub mod jwks;
 pub mod jwt;
 pub mod prm;
+pub mod props;
 
 #[cfg(test)]
 mod tests;

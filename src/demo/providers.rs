@@ -131,7 +131,7 @@ fn ledger_record(n: usize, name: &str) -> Value {
     let fields = match DIRECTORY.get(n) {
         // Same person as the directory's: the email differs in case and spacing (normalized
         // equal) for even ones, the phone in punctuation for odd ones.
-        Some(p) if n % 2 == 0 => {
+        Some(p) if n.is_multiple_of(2) => {
             json!({ "full_name": name, "email": format!(" {} ", p.2.to_uppercase()), "segment": "gold" })
         }
         Some(p) => {

@@ -1273,3 +1273,17 @@ async fn downstream_calls_per_tenant_are_limited() {
         );
     }
 }
+
+// === credentials fuzz corpus ===
+
+#[test]
+fn credentials_corpus_replays() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/credentials");
+    let mut n_files = 0;
+    for entry in std::fs::read_dir(&dir).expect("corpus dir") {
+        let data = std::fs::read(entry.expect("entry").path()).expect("read corpus file");
+        sluice::auth::props::credentials(&data);
+        n_files += 1;
+    }
+    assert!(n_files >= 5, "corpus has only {n_files} files");
+}
