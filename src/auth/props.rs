@@ -26,7 +26,11 @@ pub fn credentials(data: &[u8]) {
         "forged handle {text:?}"
     );
 
-    let (tenant, context) = text.split_at(text.floor_char_boundary(text.len() / 2));
+    let mut middle = text.len() / 2;
+    while !text.is_char_boundary(middle) {
+        middle -= 1;
+    }
+    let (tenant, context) = text.split_at(middle);
     if tenant.len() <= 64 && context.len() <= 64 {
         let handle = key.issue(tenant, context, "caller");
         assert_eq!(

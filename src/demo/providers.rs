@@ -140,7 +140,7 @@ fn ledger_record(n: usize, name: &str) -> Value {
         None => json!({
             "full_name": name,
             "email": format!("customer{n:03}@example.net"),
-            "segment": if n % 3 == 0 { "gold" } else { "bronze" },
+            "segment": if n.is_multiple_of(3) { "gold" } else { "bronze" },
         }),
     };
     let mut record = record("ledger", &format!("L{n:04}"), fields);
