@@ -88,6 +88,10 @@ pub struct ServerSettings {
     /// Most downstream calls one tenant may have in flight at once; a call past it waits up to
     /// its timeout for a slot, then fails as a timeout.
     pub max_downstream_per_tenant: usize,
+    /// The HMAC key BOS context handles are signed with; the same on every instance (handles
+    /// are valid wherever they are presented). `SLUICE_BOS_HANDLE_SECRET` overrides it; required
+    /// (at least 32 bytes) when a tenant has `bos_context`s.
+    pub bos_handle_secret: Option<String>,
     /// The audit trail.
     pub audit: AuditSettings,
     /// Process logs.
@@ -201,6 +205,7 @@ impl Default for ServerSettings {
             instance_id: None,
             public_url: None,
             api_key_pepper: None,
+            bos_handle_secret: None,
             max_streams_per_session: 8,
             max_downstream_per_tenant: 512,
             audit: AuditSettings::default(),
@@ -227,6 +232,9 @@ pub struct Tenant {
     /// How callers of this tenant authenticate.
     #[serde(default)]
     pub auth: TenantAuth,
+    /// Contexts callers may act in on the BOS platform endpoint (`/mcp/apps/bos/platform`).
+    #[serde(default, rename = "bos_context")]
+    pub bos_contexts: Vec<crate::bos::BosContextConfig>,
 }
 
 /// A tenant's authentication settings. A tenant must either accept some credential (an API key

@@ -203,6 +203,7 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
     }
 
     let mut tenant_ids = HashSet::new();
+    let mut global_key_ids = HashSet::new();
     for tenant in &config.tenants {
         let tloc = Loc::root().with("tenant", &tenant.id);
         check_id(&mut report, &tloc, "tenant", &tenant.id);
@@ -238,6 +239,32 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             }
         }
         check_auth(&mut report, &tloc, config, tenant, !key_ids.is_empty());
+        for key in &key_ids {
+            // The BOS platform endpoint names no tenant: a key id must find its tenant alone.
+            if !global_key_ids.insert(*key) {
+                report.push(
+                    &tloc.with("api_key", *key),
+                    "api key id is used by another tenant (ids must be unique across tenants)",
+                );
+            }
+        }
+        if !tenant.bos_contexts.is_empty() {
+            if let Err(err) = crate::bos::BosContexts::build(&tenant.id, &tenant.bos_contexts, |c| {
+                tenant.clients.iter().any(|client| client.id == c)
+            }) {
+                report.push(&tloc.with("bos_context", ""), err.to_string());
+            }
+            let secret = std::env::var("SLUICE_BOS_HANDLE_SECRET")
+                .ok()
+                .or_else(|| config.server.bos_handle_secret.clone());
+            if secret.is_none_or(|s| s.len() < 32) {
+                report.push(
+                    &tloc,
+                    "bos_context needs server.bos_handle_secret (or SLUICE_BOS_HANDLE_SECRET) of at \
+                     least 32 bytes",
+                );
+            }
+        }
 
         let mut toolset_ids = HashSet::new();
         let mut tenant_plans = Vec::with_capacity(tenant.toolsets.len());
