@@ -499,8 +499,10 @@ impl RedisBackplane {
         session: &SessionId,
         message: &[u8],
     ) -> Result<bool, BackplaneError> {
-        if self.receiver.holds(session, owner) {
-            return Ok(self.receiver.inbox.deliver(session, message));
+        // A stream registered here that no longer takes messages may have been replaced by
+        // one on another instance (the client reconnected there): fall through to the route.
+        if self.receiver.holds(session, owner) && self.receiver.inbox.deliver(session, message) {
+            return Ok(true);
         }
         let frame = encode_deliver(owner, session, message)
             .map_err(|error| BackplaneError::Unavailable(error.to_string()))?;

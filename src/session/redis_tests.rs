@@ -445,10 +445,15 @@ async fn sessions_front_routes_to_redis() {
 struct Recorder {
     delivered: Mutex<Vec<(SessionId, Vec<u8>)>>,
     invalidated: Mutex<Vec<String>>,
+    /// When set, streams here are gone: `deliver` takes nothing.
+    dead: std::sync::atomic::AtomicBool,
 }
 
 impl Inbox for Recorder {
     fn deliver(&self, session: &SessionId, message: &[u8]) -> bool {
+        if self.dead.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
         self.delivered
             .lock()
             .unwrap()
@@ -660,5 +665,34 @@ async fn the_subscription_comes_back_after_losing_its_connection() {
     })
     .await;
     assert!(delivered.is_ok(), "B never resubscribed");
+    cleanup(&config).await;
+}
+
+#[tokio::test]
+async fn a_stream_replaced_on_another_instance_gets_the_message_there() {
+    let Some(config) = redis_or_skip("moved").await else {
+        return;
+    };
+    let inbox_a = Arc::new(Recorder::default());
+    let inbox_b = Arc::new(Recorder::default());
+    let a = RedisBackplane::connect(&config, "a", inbox_a.clone())
+        .await
+        .unwrap();
+    let b = RedisBackplane::connect(&config, "b", inbox_b.clone())
+        .await
+        .unwrap();
+    let session = SessionId::random();
+    a.register_holder(A, &session).await.unwrap();
+    // The client's stream on A died and it reconnected on B before A noticed.
+    inbox_a
+        .dead
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    b.register_holder(A, &session).await.unwrap();
+    assert_eq!(a.publish(A, &session, b"moved").await, Ok(true));
+    eventually(|| !inbox_b.delivered.lock().unwrap().is_empty()).await;
+    assert_eq!(
+        *inbox_b.delivered.lock().unwrap(),
+        vec![(session, b"moved".to_vec())]
+    );
     cleanup(&config).await;
 }
