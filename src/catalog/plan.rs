@@ -210,7 +210,9 @@ impl ToolPlan {
         let mut problems = Vec::new();
         let plan = match &tool.downstream {
             Downstream::Rest(rest) => compile_rest(tool, rest, &mut problems),
-            Downstream::Federated(federated) => compile_federated(tool, federated, &mut problems),
+            Downstream::Federated(federated) => {
+                compile_federated(tool, federated, &mut problems)
+            }
         };
         match plan {
             Some(plan) if problems.is_empty() => Ok(plan),
