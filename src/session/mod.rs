@@ -6,6 +6,10 @@
 //! - `store.rs`: the [`SessionStore`] contract (ownership, expiry, cap).
 //! - `local.rs`: [`LocalStore`], sharded in-memory maps.
 //! - `backplane.rs`: the [`Backplane`] contract, [`LocalBackplane`] and the [`Bus`] front.
+//! - `redis.rs`: [`RedisStore`], sessions shared by every instance through Redis, and
+//!   [`RedisConfig`].
+//! - `redis_backplane.rs`: [`RedisBackplane`], routing to the instance holding a stream over
+//!   Redis pub/sub, and the stream-holder registry.
 //!
 //! Callers use the [`Sessions`] front: an enum over the implementations with inherent async
 //! methods, so the hot path (`validate` on every request) costs no boxed future.
@@ -16,11 +20,23 @@ mod backplane;
 mod id;
 mod local;
 mod record;
+mod redis;
+mod redis_backplane;
+#[cfg(test)]
+mod redis_tests;
 mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use self::redis::{
+    RedisConfig, RedisStore, DEFAULT_HOLDER_TTL, DEFAULT_REDIS_COMMAND_TIMEOUT,
+    DEFAULT_REDIS_PREFIX,
+};
+pub use self::redis_backplane::{
+    decode_deliver, decode_invalidate, encode_deliver, encode_invalidate, FrameError,
+    RedisBackplane, Routed,
+};
 pub use backplane::{Backplane, BackplaneError, Bus, Inbox, LocalBackplane};
 pub use id::{
     EncodedSessionId, IdHashBuilder, IdHasher, SessionId, SESSION_ID_BYTES, SESSION_ID_LEN,
@@ -90,6 +106,8 @@ pub enum SessionError {
 pub enum Sessions {
     /// Process-local maps (the default).
     Local(Arc<LocalStore>),
+    /// Redis, shared by every instance (`[cluster] redis_url`).
+    Redis(Arc<RedisStore>),
 }
 
 impl Sessions {
@@ -98,10 +116,27 @@ impl Sessions {
         Self::Local(Arc::new(LocalStore::new(config)))
     }
 
+    /// A Redis store that has answered a `PING` (an unreachable Redis fails the start).
+    pub async fn redis(redis: &RedisConfig, config: SessionConfig) -> Result<Self, SessionError> {
+        Ok(Self::Redis(Arc::new(
+            RedisStore::connect(redis, config).await?,
+        )))
+    }
+
+    /// Whether the store answers now (`/readyz`): always for the local store, a `PING` for
+    /// Redis.
+    pub async fn ping(&self) -> Result<(), SessionError> {
+        match self {
+            Self::Local(_) => Ok(()),
+            Self::Redis(store) => store.ping().await,
+        }
+    }
+
     /// See [`SessionStore::create`].
     pub async fn create(&self, new: NewSession<'_>) -> Result<SessionId, SessionError> {
         match self {
             Self::Local(store) => store.create(new),
+            Self::Redis(store) => store.create(new).await,
         }
     }
 
@@ -113,6 +148,7 @@ impl Sessions {
     ) -> Result<SessionInfo, SessionError> {
         match self {
             Self::Local(store) => store.validate(id, owner),
+            Self::Redis(store) => store.validate(id, owner).await,
         }
     }
 
@@ -124,6 +160,7 @@ impl Sessions {
     ) -> Result<(), SessionError> {
         match self {
             Self::Local(store) => store.mark_initialized(id, owner),
+            Self::Redis(store) => store.mark_initialized(id, owner).await,
         }
     }
 
@@ -136,6 +173,7 @@ impl Sessions {
     ) -> Result<(), SessionError> {
         match self {
             Self::Local(store) => store.set_handshake(id, owner, handshake),
+            Self::Redis(store) => store.set_handshake(id, owner, handshake).await,
         }
     }
 
@@ -143,6 +181,7 @@ impl Sessions {
     pub async fn delete(&self, id: &SessionId, owner: Owner<'_>) -> Result<(), SessionError> {
         match self {
             Self::Local(store) => store.delete(id, owner),
+            Self::Redis(store) => store.delete(id, owner).await,
         }
     }
 
@@ -150,13 +189,15 @@ impl Sessions {
     pub async fn count(&self, tenant: &str) -> Result<usize, SessionError> {
         match self {
             Self::Local(store) => Ok(store.count(tenant)),
+            Self::Redis(store) => store.count(tenant).await,
         }
     }
 
-    /// See [`SessionStore::expire`].
+    /// Live sessions per tenant (metrics).
     pub async fn counts(&self) -> Result<Vec<(String, i64)>, SessionError> {
         match self {
             Self::Local(store) => Ok(store.counts()),
+            Self::Redis(store) => store.counts().await,
         }
     }
 
@@ -164,6 +205,7 @@ impl Sessions {
     pub async fn expire(&self) -> Result<Vec<SessionId>, SessionError> {
         match self {
             Self::Local(store) => Ok(store.expire()),
+            Self::Redis(store) => store.expire().await,
         }
     }
 }

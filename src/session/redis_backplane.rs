@@ -1,0 +1,661 @@
+//! The Redis backplane: routes a message to the instance holding a session's live stream, and a
+//! catalog change to every instance, over Redis pub/sub.
+//!
+//! Owns the stream-holder registry, the per-instance and broadcast channels, the wire form of
+//! routed messages, and the subscriber that hands what arrives to this instance's [`Inbox`]
+//! (the stream registry). Must not hold sockets, frame SSE or know JSON-RPC: messages are bytes.
+//!
+//! Layout (`{p}` the prefix; every component escaped so `:` only separates):
+//! - `sluice:{p}:holder:{tenant}:{client}:{caller}:{session}` → id of the instance holding a live
+//!   stream of that session, with a TTL ([`RedisConfig::holder_ttl`]) its holder refreshes. The
+//!   key names the whole owner, so a lookup made for one caller can never find another caller's
+//!   stream, even with the right session id.
+//! - `sluice:{p}:instance:{instance}`: the channel each instance subscribes to.
+//! - `sluice:{p}:broadcast`: the channel of catalog invalidations, which every instance hears.
+//!
+//! A routed message carries its owner as well as its session, and the receiving instance
+//! delivers it only to a stream it registered for exactly that owner (defence in depth: a
+//! stale or forged registration cannot make it write into someone else's stream).
+//!
+//! Concurrency: commands go over one multiplexed [`ConnectionManager`]; the subscription has
+//! its own RESP3 connection whose pushes are handled inline by a closure (no queue, so nothing
+//! grows without bound; [`Inbox::deliver`] never blocks). Both reconnect by themselves, and the
+//! subscription is renewed after a reconnect. The local holder map is behind one `std` mutex,
+//! never held across an `.await`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use redis::aio::ConnectionManager;
+use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind, RedisResult, Script, Value};
+
+use super::redis::{component, RedisConfig};
+use super::{BackplaneError, Inbox, Owner, OwnerKey, SessionId, SESSION_ID_BYTES};
+
+/// First byte of a routed message for one session's stream.
+const KIND_DELIVER: u8 = 1;
+
+/// First byte of a catalog invalidation.
+const KIND_INVALIDATE: u8 = 2;
+
+/// Fixed part of a deliver frame: kind, session id, three `u16` lengths.
+const DELIVER_HEADER: usize = 1 + SESSION_ID_BYTES + 3 * 2;
+
+/// Refresh: keep the registration when it is ours (or re-create it when Redis lost it);
+/// leave it when another instance has taken the stream over. KEYS: holder. ARGV: instance,
+/// ttl ms. Returns 1 (ours) or 0 (held elsewhere).
+const REFRESH: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+";
+
+/// Unregister only our own registration. KEYS: holder. ARGV: instance.
+const UNREGISTER: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+/// Route in one round trip. KEYS: holder. ARGV: this instance, channel prefix, frame.
+/// Returns -1 (nobody holds it), -2 (this instance holds it) or the subscriber count.
+const ROUTE: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if not holder then return -1 end
+if holder == ARGV[1] then return -2 end
+return redis.call('PUBLISH', ARGV[2] .. holder, ARGV[3])
+";
+
+/// A routed message, decoded from what arrived on this instance's channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routed<'a> {
+    /// The session whose stream should get it.
+    pub session: SessionId,
+    /// Who the stream must belong to.
+    pub owner: Owner<'a>,
+    /// One JSON-RPC message.
+    pub message: &'a [u8],
+}
+
+/// Why a pub/sub payload was not a message of ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// Shorter than its header or its stated lengths.
+    #[error("truncated backplane frame")]
+    Truncated,
+    /// Unknown first byte.
+    #[error("unknown backplane frame kind {0}")]
+    UnknownKind(u8),
+    /// An owner part is not UTF-8.
+    #[error("backplane frame owner is not UTF-8")]
+    NotUtf8,
+    /// An owner part is longer than a frame can carry.
+    #[error("owner part longer than 65535 bytes")]
+    TooLong,
+}
+
+/// Encodes a message for `session`'s stream owned by `owner`.
+pub fn encode_deliver(
+    owner: Owner<'_>,
+    session: &SessionId,
+    message: &[u8],
+) -> Result<Bytes, FrameError> {
+    let len = |part: &str| u16::try_from(part.len()).map_err(|_| FrameError::TooLong);
+    let lens = [len(owner.tenant)?, len(owner.client)?, len(owner.caller)?];
+    let mut frame = BytesMut::with_capacity(
+        DELIVER_HEADER
+            + owner.tenant.len()
+            + owner.client.len()
+            + owner.caller.len()
+            + message.len(),
+    );
+    frame.put_u8(KIND_DELIVER);
+    frame.put_slice(session.as_bytes());
+    for part_len in lens {
+        frame.put_u16(part_len);
+    }
+    frame.put_slice(owner.tenant.as_bytes());
+    frame.put_slice(owner.client.as_bytes());
+    frame.put_slice(owner.caller.as_bytes());
+    frame.put_slice(message);
+    Ok(frame.freeze())
+}
+
+/// Decodes a deliver frame (anything else is an error, never a panic).
+pub fn decode_deliver(frame: &[u8]) -> Result<Routed<'_>, FrameError> {
+    let (&kind, rest) = frame.split_first().ok_or(FrameError::Truncated)?;
+    if kind != KIND_DELIVER {
+        return Err(FrameError::UnknownKind(kind));
+    }
+    let (id, rest) = rest
+        .split_first_chunk::<SESSION_ID_BYTES>()
+        .ok_or(FrameError::Truncated)?;
+    let (lens, mut rest) = rest.split_first_chunk::<6>().ok_or(FrameError::Truncated)?;
+    let mut parts = [""; 3];
+    for (index, part) in parts.iter_mut().enumerate() {
+        let at = index * 2;
+        let len = usize::from(u16::from_be_bytes([
+            lens.get(at).copied().unwrap_or(0),
+            lens.get(at + 1).copied().unwrap_or(0),
+        ]));
+        let (text, tail) = rest.split_at_checked(len).ok_or(FrameError::Truncated)?;
+        *part = std::str::from_utf8(text).map_err(|_| FrameError::NotUtf8)?;
+        rest = tail;
+    }
+    let [tenant, client, caller] = parts;
+    Ok(Routed {
+        session: SessionId::from_bytes(*id),
+        owner: Owner::new(tenant, client, caller),
+        message: rest,
+    })
+}
+
+/// Encodes a catalog invalidation for `tenant`.
+pub fn encode_invalidate(tenant: &str) -> Bytes {
+    let mut frame = BytesMut::with_capacity(1 + tenant.len());
+    frame.put_u8(KIND_INVALIDATE);
+    frame.put_slice(tenant.as_bytes());
+    frame.freeze()
+}
+
+/// Decodes a catalog invalidation: the tenant.
+pub fn decode_invalidate(frame: &[u8]) -> Result<&str, FrameError> {
+    match frame.split_first() {
+        Some((&KIND_INVALIDATE, tenant)) => {
+            std::str::from_utf8(tenant).map_err(|_| FrameError::NotUtf8)
+        }
+        Some((&kind, _)) => Err(FrameError::UnknownKind(kind)),
+        None => Err(FrameError::Truncated),
+    }
+}
+
+// === impl RedisBackplane ===
+
+/// Streams this instance holds: session → (owner, number of its live streams here).
+type Held = HashMap<SessionId, (OwnerKey, usize)>;
+
+/// What the subscription closure shares with the backplane.
+struct Receiver {
+    inbox: Arc<dyn Inbox>,
+    held: Mutex<Held>,
+    /// This instance's channel name, as bytes (compared with each push's channel).
+    instance_channel: Vec<u8>,
+    broadcast_channel: Vec<u8>,
+}
+
+impl Receiver {
+    /// Handles one push from the subscription connection. Anything unexpected is dropped:
+    /// pushes come from Redis, but the payload was published by some client.
+    fn on_push(&self, push: PushInfo) {
+        if push.kind != PushKind::Message {
+            return;
+        }
+        let (Some(channel), Some(payload)) = (push.data.first(), push.data.get(1)) else {
+            return;
+        };
+        let (Value::BulkString(channel), Value::BulkString(payload)) = (channel, payload) else {
+            return;
+        };
+        if *channel == self.instance_channel {
+            match decode_deliver(payload) {
+                Ok(routed) if self.holds(&routed.session, routed.owner) => {
+                    self.inbox.deliver(&routed.session, routed.message);
+                }
+                Ok(_) => tracing::debug!("backplane message for a stream not held here"),
+                Err(error) => tracing::warn!(%error, "malformed backplane message dropped"),
+            }
+        } else if *channel == self.broadcast_channel {
+            match decode_invalidate(payload) {
+                Ok(tenant) => {
+                    self.inbox.invalidate(tenant);
+                }
+                Err(error) => tracing::warn!(%error, "malformed backplane broadcast dropped"),
+            }
+        }
+    }
+
+    fn holds(&self, session: &SessionId, owner: Owner<'_>) -> bool {
+        lock(&self.held)
+            .get(session)
+            .is_some_and(|(key, _)| key.is(owner))
+    }
+}
+
+/// The scripts, hashed once.
+struct Scripts {
+    refresh: Script,
+    unregister: Script,
+    route: Script,
+}
+
+/// The backplane over Redis pub/sub, plus the registry of which instance holds which stream.
+pub struct RedisBackplane {
+    /// Commands (registry, publish); multiplexed, self-reconnecting.
+    connection: ConnectionManager,
+    /// The subscription (RESP3, pushes handled by [`Receiver::on_push`]). Kept so the
+    /// connection lives as long as the backplane.
+    _subscription: ConnectionManager,
+    receiver: Arc<Receiver>,
+    scripts: Scripts,
+    instance_id: String,
+    namespace: String,
+    /// `sluice:{p}:instance:` (the holder's id is appended by the route script).
+    channel_prefix: String,
+    broadcast_channel: String,
+    command_timeout: Duration,
+    holder_ttl: Duration,
+}
+
+impl std::fmt::Debug for RedisBackplane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBackplane")
+            .field("instance_id", &self.instance_id)
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisBackplane {
+    /// Connects, subscribes this instance (`instance_id`, unique per running instance) to its
+    /// channel and the broadcast channel, and hands what arrives to `inbox`. Fails when Redis
+    /// does not answer within the command timeout.
+    pub async fn connect(
+        redis: &RedisConfig,
+        instance_id: &str,
+        inbox: Arc<dyn Inbox>,
+    ) -> Result<Self, BackplaneError> {
+        let namespace = redis.namespace();
+        // The instance id is a component too: escaped, it can hold no `:`.
+        let instance_id = component(instance_id);
+        let channel_prefix = format!("{namespace}instance:");
+        let instance_channel = format!("{channel_prefix}{instance_id}");
+        let broadcast_channel = format!("{namespace}broadcast");
+        let receiver = Arc::new(Receiver {
+            inbox,
+            held: Mutex::new(HashMap::new()),
+            instance_channel: instance_channel.clone().into_bytes(),
+            broadcast_channel: broadcast_channel.clone().into_bytes(),
+        });
+
+        let client = redis::Client::open(redis.url.as_str()).map_err(|e| unavailable(&e))?;
+        let connection = redis.manager(|c| c, client).map_err(|e| unavailable(&e))?;
+
+        // Pushes need RESP3 on the subscription connection.
+        let info = redis
+            .url
+            .as_str()
+            .into_connection_info()
+            .map_err(|e| unavailable(&e))?;
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_protocol(ProtocolVersion::RESP3);
+        let client =
+            redis::Client::open(info.set_redis_settings(settings)).map_err(|e| unavailable(&e))?;
+        let on_push = receiver.clone();
+        let mut subscription = redis
+            .manager(
+                move |config| {
+                    config
+                        .set_push_sender(move |push: PushInfo| {
+                            on_push.on_push(push);
+                            Ok::<(), std::convert::Infallible>(())
+                        })
+                        .set_automatic_resubscription()
+                        // Nothing but a reconnect revives an idle subscription: keep trying.
+                        .set_number_of_retries(usize::MAX)
+                },
+                client,
+            )
+            .map_err(|e| unavailable(&e))?;
+        bounded(
+            redis.command_timeout,
+            subscription.subscribe(&[instance_channel.as_str(), broadcast_channel.as_str()]),
+        )
+        .await?;
+
+        Ok(Self {
+            connection,
+            _subscription: subscription,
+            receiver,
+            scripts: Scripts {
+                refresh: Script::new(REFRESH),
+                unregister: Script::new(UNREGISTER),
+                route: Script::new(ROUTE),
+            },
+            instance_id,
+            namespace,
+            channel_prefix,
+            broadcast_channel,
+            command_timeout: redis.command_timeout,
+            holder_ttl: redis.holder_ttl,
+        })
+    }
+
+    /// The server-side id of the subscription connection (tests kill it to check that the
+    /// subscription comes back).
+    #[cfg(test)]
+    pub(super) async fn subscription_client_id(&self) -> Result<i64, BackplaneError> {
+        let mut subscription = self._subscription.clone();
+        bounded(
+            self.command_timeout,
+            redis::cmd("CLIENT")
+                .arg("ID")
+                .query_async(&mut subscription),
+        )
+        .await
+    }
+
+    /// This instance's id as it appears in the registry (escaped).
+    pub fn instance_id(&self) -> &str {
+        &self.instance_id
+    }
+
+    /// Records that this instance holds a live stream of `session` for `owner` (call when a
+    /// GET, retained POST or legacy `/sse` stream opens). Several streams of one session may
+    /// be registered; the registration lasts until the last is unregistered.
+    pub async fn register_holder(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<(), BackplaneError> {
+        {
+            let mut held = lock(&self.receiver.held);
+            let entry = held
+                .entry(*session)
+                .or_insert_with(|| (OwnerKey::new(owner), 0));
+            // A session belongs to one owner; a different one here would be a transport bug,
+            // and the newest registration wins so routing follows the live stream.
+            if !entry.0.is(owner) {
+                *entry = (OwnerKey::new(owner), 0);
+            }
+            entry.1 += 1;
+        }
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            redis::cmd("SET")
+                .arg(self.holder_key(owner, session))
+                .arg(&self.instance_id)
+                .arg("PX")
+                .arg(millis(self.holder_ttl))
+                .query_async::<()>(&mut connection),
+        )
+        .await
+    }
+
+    /// Extends this instance's registration for `session` by the holder TTL (call well within
+    /// it, e.g. from the stream's keep-alive). `Ok(false)` when another instance holds the
+    /// stream now (the client reconnected elsewhere): this stream should end.
+    pub async fn refresh(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<bool, BackplaneError> {
+        let mut invocation = self.scripts.refresh.key(self.holder_key(owner, session));
+        invocation
+            .arg(&self.instance_id)
+            .arg(millis(self.holder_ttl));
+        let mut connection = self.connection.clone();
+        let ours: i64 = bounded(
+            self.command_timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await?;
+        Ok(ours == 1)
+    }
+
+    /// Refreshes every registration this instance holds, in one round trip; returns how many
+    /// are still ours.
+    pub async fn refresh_all(&self) -> Result<usize, BackplaneError> {
+        let keys: Vec<String> = lock(&self.receiver.held)
+            .iter()
+            .map(|(session, (owner, _))| self.holder_key(owner.get(), session))
+            .collect();
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let mut pipeline = redis::pipe();
+        for key in &keys {
+            // EVAL (not EVALSHA) so a pipeline needs no script-load fallback.
+            pipeline
+                .cmd("EVAL")
+                .arg(REFRESH)
+                .arg(1)
+                .arg(key)
+                .arg(&self.instance_id)
+                .arg(millis(self.holder_ttl));
+        }
+        let mut connection = self.connection.clone();
+        let ours: Vec<i64> =
+            bounded(self.command_timeout, pipeline.query_async(&mut connection)).await?;
+        Ok(ours.into_iter().filter(|ours| *ours == 1).count())
+    }
+
+    /// Drops one stream of `session` from this instance; the last one removes the
+    /// registration (only if it is still ours).
+    pub async fn unregister(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<(), BackplaneError> {
+        let last = {
+            let mut held = lock(&self.receiver.held);
+            match held.get_mut(session) {
+                Some((key, n_streams)) if key.is(owner) => {
+                    *n_streams = n_streams.saturating_sub(1);
+                    if *n_streams == 0 {
+                        held.remove(session);
+                        true
+                    } else {
+                        false
+                    }
+                }
+                // Not ours, or registered for another owner: nothing to release.
+                _ => return Ok(()),
+            }
+        };
+        if !last {
+            return Ok(());
+        }
+        let mut invocation = self.scripts.unregister.key(self.holder_key(owner, session));
+        invocation.arg(&self.instance_id);
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            invocation.invoke_async::<i64>(&mut connection),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// The instance holding a live stream of `session` for `owner`, if any.
+    pub async fn holder_of(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<Option<String>, BackplaneError> {
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            redis::cmd("GET")
+                .arg(self.holder_key(owner, session))
+                .query_async(&mut connection),
+        )
+        .await
+    }
+
+    /// Sends `message` to `session`'s live stream for `owner`, wherever it is held: straight
+    /// to the inbox when held here, else one round trip that looks the holder up and publishes
+    /// to its channel. `Ok(true)` when a stream here took it, or the holder's channel had a
+    /// subscriber (the holder got it; at most once, nothing is queued); `Ok(false)` when no
+    /// instance holds a live stream of that session for that owner.
+    pub async fn publish(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+        message: &[u8],
+    ) -> Result<bool, BackplaneError> {
+        // A stream registered here that no longer takes messages may have been replaced by
+        // one on another instance (the client reconnected there): fall through to the route.
+        if self.receiver.holds(session, owner) && self.receiver.inbox.deliver(session, message) {
+            return Ok(true);
+        }
+        let frame = encode_deliver(owner, session, message)
+            .map_err(|error| BackplaneError::Unavailable(error.to_string()))?;
+        let mut invocation = self.scripts.route.key(self.holder_key(owner, session));
+        invocation
+            .arg(&self.instance_id)
+            .arg(&self.channel_prefix)
+            .arg(frame.as_ref());
+        let mut connection = self.connection.clone();
+        let outcome: i64 = bounded(
+            self.command_timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await?;
+        match outcome {
+            // Registered here in Redis but not in our map: a stale registration of a previous
+            // life of this instance. Nothing live to take it.
+            -2 | -1 => Ok(false),
+            n_receivers => Ok(n_receivers > 0),
+        }
+    }
+
+    /// Tells every instance (this one included, through its own subscription) that
+    /// `tenant`'s catalog changed.
+    pub async fn broadcast_invalidation(&self, tenant: &str) -> Result<(), BackplaneError> {
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            redis::cmd("PUBLISH")
+                .arg(&self.broadcast_channel)
+                .arg(encode_invalidate(tenant).as_ref())
+                .query_async::<i64>(&mut connection),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Streams held here (sessions with at least one registered stream).
+    pub fn held(&self) -> usize {
+        lock(&self.receiver.held).len()
+    }
+
+    fn holder_key(&self, owner: Owner<'_>, session: &SessionId) -> String {
+        format!(
+            "{}holder:{}:{}:{}:{}",
+            self.namespace,
+            component(owner.tenant),
+            component(owner.client),
+            component(owner.caller),
+            session.encode().as_str()
+        )
+    }
+}
+
+/// Runs one Redis operation bounded by `limit` (see `redis.rs`).
+async fn bounded<T>(
+    limit: Duration,
+    operation: impl Future<Output = RedisResult<T>>,
+) -> Result<T, BackplaneError> {
+    match tokio::time::timeout(limit, operation).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(unavailable(&error)),
+        Err(_) => Err(BackplaneError::Unavailable(format!(
+            "no answer within {} ms",
+            limit.as_millis()
+        ))),
+    }
+}
+
+fn unavailable(error: &redis::RedisError) -> BackplaneError {
+    BackplaneError::Unavailable(format!("{:?}: {}", error.kind(), error))
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(owner: Owner<'_>, message: &[u8]) {
+        let session = SessionId::random();
+        let frame = encode_deliver(owner, &session, message).unwrap();
+        let routed = decode_deliver(&frame).unwrap();
+        assert_eq!(
+            routed,
+            Routed {
+                session,
+                owner,
+                message
+            }
+        );
+        // Every strict prefix of the header and owner is truncated, never a panic.
+        let owner_end =
+            DELIVER_HEADER + owner.tenant.len() + owner.client.len() + owner.caller.len();
+        for cut in 0..owner_end {
+            assert_eq!(
+                decode_deliver(frame.get(..cut).unwrap()),
+                Err(FrameError::Truncated),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn deliver_frames_round_trip() {
+        check(Owner::new("t", "c", "anonymous"), br#"{"jsonrpc":"2.0"}"#);
+        check(Owner::new("", "", ""), b"");
+        check(Owner::new("a:b", "é", "user@example.com"), b"\x00\xff");
+    }
+
+    #[test]
+    fn owner_split_is_part_of_the_frame() {
+        let session = SessionId::random();
+        let a = encode_deliver(Owner::new("ab", "c", "x"), &session, b"m").unwrap();
+        let b = encode_deliver(Owner::new("a", "bc", "x"), &session, b"m").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(
+            decode_deliver(&a).unwrap().owner,
+            Owner::new("ab", "c", "x")
+        );
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert_eq!(decode_deliver(b""), Err(FrameError::Truncated));
+        assert_eq!(decode_deliver(b"\x07abc"), Err(FrameError::UnknownKind(7)));
+        let mut frame = vec![KIND_DELIVER];
+        frame.extend_from_slice(&[0; SESSION_ID_BYTES]);
+        frame.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0xff]);
+        assert_eq!(decode_deliver(&frame), Err(FrameError::NotUtf8));
+        assert_eq!(decode_invalidate(b""), Err(FrameError::Truncated));
+        assert_eq!(decode_invalidate(b"\x01t"), Err(FrameError::UnknownKind(1)));
+        assert_eq!(
+            decode_invalidate(&encode_invalidate("tenant-a")),
+            Ok("tenant-a")
+        );
+    }
+
+    #[test]
+    fn oversized_owner_is_refused() {
+        let long = "x".repeat(70_000);
+        let owner = Owner::new("t", "c", &long);
+        assert_eq!(
+            encode_deliver(owner, &SessionId::random(), b""),
+            Err(FrameError::TooLong)
+        );
+    }
+}
