@@ -249,9 +249,11 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             }
         }
         if !tenant.bos_contexts.is_empty() {
-            if let Err(err) = crate::bos::BosContexts::build(&tenant.id, &tenant.bos_contexts, |c| {
-                tenant.clients.iter().any(|client| client.id == c)
-            }) {
+            if let Err(err) =
+                crate::bos::BosContexts::build(&tenant.id, &tenant.bos_contexts, |c| {
+                    tenant.clients.iter().any(|client| client.id == c)
+                })
+            {
                 report.push(&tloc.with("bos_context", ""), err.to_string());
             }
             let secret = std::env::var("SLUICE_BOS_HANDLE_SECRET")
