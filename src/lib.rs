@@ -28,6 +28,7 @@ pub mod audit;
 pub mod auth;
 pub mod catalog;
 pub mod demo;
+pub mod federation;
 pub mod http;
 pub mod invoke;
 pub mod jsonrpc;

@@ -1,0 +1,1 @@
+//! Run-loop tests against real hyper providers on loopback.
