@@ -29,6 +29,7 @@ pub mod auth;
 pub mod bos;
 pub mod catalog;
 pub mod demo;
+pub mod federation;
 pub mod http;
 pub mod invoke;
 pub mod jsonrpc;
