@@ -104,6 +104,7 @@ fn bench_dispatch(c: &mut Criterion) {
         caller: &caller,
         session: None,
         surface: sluice::audit::Surface::Mcp,
+        stream_sources: false,
     };
 
     let mut group = c.benchmark_group("dispatch");

@@ -72,7 +72,7 @@ mod tests {
         let config: crate::catalog::model::Config =
             toml::from_str(&text).expect("demo config parses");
         assert_eq!(config.tenants.len(), 1);
-        assert_eq!(config.tenants[0].toolsets[0].tools.len(), 3);
+        assert_eq!(config.tenants[0].toolsets[0].tools.len(), 4);
         assert!(!text.contains("{api}"));
     }
 

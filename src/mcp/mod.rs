@@ -26,6 +26,7 @@
 mod audit;
 mod dispatch;
 mod era;
+pub mod federated;
 mod json;
 mod lifecycle;
 pub mod meta;
@@ -45,6 +46,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::audit::{Audit, Surface};
 use crate::auth::Caller;
 use crate::catalog::Snapshot;
+use crate::federation::{Federation, FederationConfig};
 use crate::invoke::{CallContext, Invoker};
 use crate::jsonrpc::{ErrorCode, Payload};
 use crate::session::SessionId;
@@ -97,6 +99,10 @@ pub struct Scope<'a> {
     pub session: Option<SessionId>,
     /// Which transport carried the request (`mcp`, `legacy_sse`), for audit records.
     pub surface: Surface,
+    /// Whether the transport can stream this request's answer as an event stream with
+    /// notifications before the result (Accept allows `text/event-stream` and the reply goes on
+    /// this response): a federated read that opted in then streams its source events.
+    pub stream_sources: bool,
 }
 
 /// What the server advertises for the `bos/source-results/v1` extension under
@@ -169,6 +175,10 @@ pub enum Reply {
         /// The client's `capabilities` as JSON bytes.
         client_capabilities: Bytes,
     },
+    /// A federated read negotiated `bos/source-results/v1`: the transport answers with an event
+    /// stream, runs [`Dispatcher::run_federated`] writing each source event as
+    /// `notifications/bos/source_result`, then the final response.
+    Federated(federated::FederatedCall),
     /// `subscriptions/listen` (stateless era): the transport opens the long-lived stream, sends
     /// [`Dispatcher::acknowledged_message`] first, then [`Dispatcher::list_changed_message`]s of
     /// the kinds the filter honours, and ends with [`Dispatcher::listen_result`].
@@ -276,6 +286,8 @@ impl McpError {
 pub struct Dispatcher {
     config: DispatcherConfig,
     invoker: Arc<Invoker>,
+    /// Federated reads (`bos/source-results/v1`), sized by the advertised limits.
+    federation: Arc<Federation>,
     /// Where call records go (disabled by default).
     audit: Audit,
     /// JSON computed once from `config`: capabilities, serverInfo, era suffixes, discover.
@@ -286,9 +298,16 @@ impl Dispatcher {
     /// A dispatcher calling downstreams through `invoker`.
     pub fn new(config: DispatcherConfig, invoker: Arc<Invoker>) -> Self {
         let prepared = lifecycle::Prepared::new(&config);
+        let advert = config.source_results.clone().unwrap_or_default();
+        let federation = Arc::new(Federation::new(FederationConfig {
+            page_size: advert.page_size as usize,
+            max_concurrent_sources: advert.max_concurrent_sources as usize,
+            ..FederationConfig::default()
+        }));
         Self {
             config,
             invoker,
+            federation,
             audit: Audit::disabled(),
             prepared,
         }

@@ -24,7 +24,8 @@ use simd_json::BorrowedValue;
 
 use super::era::Cache;
 use super::page::{self, ListKind};
-use super::{json, params, Dispatcher, McpError, Reply, Scope};
+use super::{federated, json, params, Dispatcher, McpError, Reply, Scope};
+use crate::catalog::model::Downstream;
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
 use crate::invoke::{CorrelationPolicy, ErrorClass};
@@ -95,6 +96,7 @@ pub(crate) async fn call(
     scope: &Scope<'_>,
     params: Option<&Payload<'_>>,
 ) -> Result<Reply, McpError> {
+    let raw_params = params;
     let params = CallParams::parse(params)?;
     let view = scope.snapshot.client(scope.tenant, scope.client);
     let tool = view.and_then(|view| view.tool(params.name));
@@ -118,6 +120,14 @@ pub(crate) async fn call(
         tracing::error!(tool = %tool.name, error = %err, "invalid correlation header in catalog");
         McpError::Internal
     })?;
+    if matches!(tool.def.downstream, Downstream::Federated(_)) {
+        // The plan validates the arguments and turns them into the query every source gets.
+        let query = match d.invoker.prepare(&tool.plan, &policy, scope.call, &arguments) {
+            Ok(request) => request.uri().query().unwrap_or("").to_owned(),
+            Err(err) => return Ok(Reply::Result(failure(d, scope, &err.safe_message()))),
+        };
+        return Ok(federated::call(d, scope, raw_params, tool, query).await);
+    }
     let result = d
         .invoker
         .call(scope.tenant, &tool.plan, &policy, scope.call, &arguments)
@@ -225,6 +235,7 @@ mod tests {
             caller: &caller,
             session: None,
             surface: crate::audit::Surface::Mcp,
+            stream_sources: false,
         };
         let got = write(&d, &scope);
         assert_eq!(std::str::from_utf8(&got).unwrap(), expected);

@@ -25,6 +25,7 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use smallvec::SmallVec;
 
+use super::source_results;
 use super::inflight::id_from_json;
 use super::reply::{self, Framing};
 use super::stateless::framing;
@@ -105,6 +106,7 @@ pub async fn post(
         caller,
         session: session.as_ref().map(|bound| bound.id),
         surface: crate::audit::Surface::Mcp,
+        stream_sources: accept.accepts_sse(),
     };
 
     match message {
@@ -115,6 +117,9 @@ pub async fn post(
                 .request(&scope, method, params.as_ref());
             let Some(bound) = session else {
                 let outcome = dispatch.await;
+                if let Ok(Reply::Federated(call)) = outcome {
+                    return Ok(source_results::respond(transport, id, call));
+                }
                 return initialized_or_plain(transport, owner, id, framing, outcome).await;
             };
             // One poll first: a dispatch that completes at once (`ping`, cached listings) can
@@ -131,6 +136,7 @@ pub async fn post(
                 }
             };
             match completed {
+                Ok(Ok(Reply::Federated(call))) => Ok(source_results::respond(transport, id, call)),
                 Ok(outcome) => {
                     let size = outcome
                         .as_ref()

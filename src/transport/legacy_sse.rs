@@ -178,6 +178,7 @@ where
                     caller: &caller,
                     session: Some(bound.id),
                     surface: crate::audit::Surface::LegacySse,
+                stream_sources: false,
                 };
                 let (_registration, abort) =
                     transport.inflight.register(bound.id, id.to_owned_id());
@@ -224,6 +225,7 @@ where
                 caller: &caller,
                 session: Some(bound.id),
                 surface: crate::audit::Surface::LegacySse,
+                stream_sources: false,
             };
             match transport
                 .dispatcher

@@ -17,6 +17,7 @@ pub mod headers;
 pub mod inflight;
 pub mod legacy_sse;
 pub mod reply;
+pub mod source_results;
 pub mod stateless;
 pub mod stream;
 pub mod streamable;

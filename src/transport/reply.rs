@@ -40,7 +40,7 @@ pub fn result_bytes(reply: &Reply) -> &[u8] {
     match reply {
         Reply::Result(result) => result,
         Reply::Initialized { result, .. } => result,
-        Reply::Listen(_) => b"{}",
+        Reply::Listen(_) | Reply::Federated(_) => b"{}",
     }
 }
 

@@ -22,6 +22,7 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use smallvec::SmallVec;
 
+use super::source_results;
 use super::headers::{self, HeaderMismatch};
 use super::reply::{self, Framing};
 use super::stream::StreamKind;
@@ -73,6 +74,7 @@ pub async fn post(
         caller,
         session: None,
         surface: crate::audit::Surface::Mcp,
+        stream_sources: accept.accepts_sse(),
     };
     let outcome = transport.dispatcher.request(&scope, method, params).await;
     match &outcome {
@@ -83,6 +85,9 @@ pub async fn post(
         }
         Ok(Reply::Listen(filter)) => return listen(transport, id, *filter, target, caller).await,
         Ok(_) => {}
+    }
+    if let Ok(Reply::Federated(call)) = outcome {
+        return Ok(source_results::respond(transport, id, call));
     }
     let framing = framing(accept, transport.settings.prefer_sse);
     let size = outcome.as_ref().map_or(0, |r| reply::result_bytes(r).len());

@@ -248,6 +248,7 @@ impl Fixture {
             caller: &caller,
             session: None,
             surface: sluice::audit::Surface::Mcp,
+            stream_sources: false,
         };
         self.dispatcher
             .request(&scope, method, params.as_ref())
@@ -914,6 +915,7 @@ async fn cancellation_names_the_request_id_as_its_json_text() {
         caller: &caller,
         session: None,
         surface: sluice::audit::Surface::Mcp,
+        stream_sources: false,
     };
     // Each request id as the in-flight request would hold it (OwnedId::as_json).
     for id in [

@@ -1,0 +1,136 @@
+//! `tools/call` of a federated read tool: the query it fans out, the decision to stream its
+//! source events (`bos/source-results/v1`), and the final `CallToolResult`.
+//!
+//! The extension is negotiated per request: the request-local opt-in *object* at
+//! `params._meta["io.modelcontextprotocol/clientCapabilities"].experimental["bos/source-results/v1"]`
+//! and a transport that can answer with an event stream (`Scope::stream_sources`: Accept allows
+//! `text/event-stream`, the id is not null, the reply goes on this response). Negotiated → the
+//! dispatcher returns [`Reply::Federated`] at once and the transport runs
+//! [`Dispatcher::run_federated`] while streaming; otherwise the read runs here and the same
+//! final result is answered as usual.
+//!
+//! Must not touch HTTP or SSE framing: events reach the transport through an
+//! [`EventSink`](crate::federation::EventSink).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::era::Cache;
+use super::{json, Dispatcher, Era, Reply, Scope, SOURCE_RESULTS_EXTENSION};
+use crate::audit::{CallType, Outcome, Record};
+use crate::catalog::model::Downstream;
+use crate::catalog::CatalogTool;
+use crate::federation::{EventSink, FederatedOutcome, NullSink};
+use crate::jsonrpc::Payload;
+
+/// A federated read the transport streams: everything [`Dispatcher::run_federated`] needs after
+/// the request body is gone.
+#[derive(Debug)]
+pub struct FederatedCall {
+    /// The tool (its downstream is `Federated`).
+    pub tool: Arc<CatalogTool>,
+    /// The validated, percent-encoded argument query every source receives.
+    pub query: String,
+    /// The request's era (the final result's shape).
+    pub era: Era,
+    /// The audit record to finish when the stream ends (`source_result_stream`), when auditing.
+    pub audit: Option<Record>,
+}
+
+/// Whether the request opted into `bos/source-results/v1` (an object; `true` does not count).
+pub fn opted_in(params: Option<&Payload<'_>>) -> bool {
+    super::meta::experimental_opt_in(params, SOURCE_RESULTS_EXTENSION)
+}
+
+/// The federated branch of `tools/call`: `query` is the tool's validated argument query.
+pub(crate) async fn call(
+    d: &Dispatcher,
+    scope: &Scope<'_>,
+    params: Option<&Payload<'_>>,
+    tool: &Arc<CatalogTool>,
+    query: String,
+) -> Reply {
+    let call = FederatedCall {
+        tool: Arc::clone(tool),
+        query,
+        era: scope.era,
+        audit: None,
+    };
+    if scope.stream_sources && opted_in(params) {
+        let audit = d.audit.is_enabled().then(|| stream_record(scope, &tool.name));
+        return Reply::Federated(FederatedCall { audit, ..call });
+    }
+    Reply::Result(d.run_federated(&call, &mut NullSink).await)
+}
+
+impl Dispatcher {
+    /// Runs a federated read, emitting its source events to `sink`, and returns the final
+    /// `CallToolResult` (the `result` object). Dropping the future cancels every source read.
+    pub async fn run_federated(&self, call: &FederatedCall, sink: &mut dyn EventSink) -> Bytes {
+        let started = Instant::now();
+        let Downstream::Federated(federated) = &call.tool.def.downstream else {
+            // Only federated tools become a `FederatedCall`.
+            return self.federated_result(call.era, None);
+        };
+        let outcome = self.federation.run(federated, &call.query, sink).await;
+        let result = self.federated_result(call.era, Some(&outcome));
+        if let Some(record) = &call.audit {
+            let mut record = record.clone().with_duration(started.elapsed());
+            if outcome.is_partial() {
+                record = record.with_outcome(Outcome::Error, Some("partial".to_owned()));
+            }
+            if call.tool.def.log_payloads {
+                record.response = Some(result.clone());
+            }
+            self.audit.record(record).await;
+        }
+        result
+    }
+
+    /// `{"content":[{"type":"text","text":"<operation result>"}],"structuredContent":
+    /// {"result":[…],"metadata":{…}},"isError":<partial>}` (+ the era's suffix).
+    fn federated_result(&self, era: Era, outcome: Option<&FederatedOutcome>) -> Bytes {
+        let shapes = &self.prepared.shapes;
+        let Some(outcome) = outcome else {
+            let mut out = BytesMut::with_capacity(96 + shapes.max_suffix_len());
+            out.put_slice(br#"{"content":[{"type":"text","text":"internal error"}],"isError":true"#);
+            shapes.close(&mut out, era, Cache::No);
+            return out.freeze();
+        };
+        let operation = outcome.operation_result_json();
+        let mut out = BytesMut::with_capacity(2 * operation.len() + 96 + shapes.max_suffix_len());
+        out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+        json::put_json_text_as_str(&mut out, &operation);
+        out.put_slice(b"}],\"structuredContent\":");
+        out.put_slice(&operation);
+        out.put_slice(if outcome.is_partial() {
+            b",\"isError\":true"
+        } else {
+            b",\"isError\":false"
+        });
+        shapes.close(&mut out, era, Cache::No);
+        out.freeze()
+    }
+}
+
+/// The `source_result_stream` audit record of a streamed read, finished when it ends.
+fn stream_record(scope: &Scope<'_>, tool: &str) -> Record {
+    let mut record = Record::new(
+        scope.surface,
+        CallType::SourceResultStream,
+        scope.tenant.into(),
+        scope.client.into(),
+        scope.caller.caller_id.clone(),
+    )
+    .with_execution_id(scope.call.execution_id.as_str())
+    .with_tool(tool);
+    record.external_correlation_id = scope
+        .call
+        .external_correlation_id
+        .as_ref()
+        .map(|id| id.as_str().to_owned());
+    record.session = scope.session.map(|id| id.encode().as_str().to_owned());
+    record
+}
