@@ -1,0 +1,255 @@
+//! federation: what the identity merge costs at 10k and 100k records, and what a loopback
+//! fan-out of 8 sources × 10,000 records costs end to end (time to first event and total).
+//!
+//! Owns only measurement. Groups:
+//! - `federation_merge/{10000,100000}` (`Throughput::Elements`: records merged): 8 sources,
+//!   about a fifth of the records sharing an email with a record of another source and a tenth
+//!   sharing a phone, in arrival (not canonical) order. The group count is asserted after the
+//!   loop so the bench cannot measure the wrong thing.
+//! - `federation_fanout/first_event` (latency) and `federation_fanout/total`
+//!   (`Throughput::Elements`: 80,000 records): 8 hyper providers on 127.0.0.1 answering pages of 500 from memory; the
+//!   sink writes every notification into a buffer as the integrator's SSE sink would.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use futures_util::future::BoxFuture;
+use http::{Request, Response};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use sluice::catalog::model::{FederatedDownstream, Source, SourceFields};
+use sluice::federation::{
+    merge_records, EventSink, FederatedRecord, Federation, FederationConfig, Provenance,
+    SinkClosed, SourceEvent,
+};
+use tokio::net::TcpListener;
+
+// The production allocator: `main.rs` installs mimalloc too.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const SOURCES: usize = 8;
+
+fn email_of(i: usize) -> Value {
+    // One record in five shares its email with the record 7 places later (another source).
+    if i.is_multiple_of(5) {
+        json!(format!("Shared{}@Example.org", i / 5))
+    } else {
+        json!(format!("user{i}@example.org"))
+    }
+}
+
+fn phone_of(i: usize) -> Value {
+    if i % 10 == 3 {
+        json!(format!("+1 555 {:07}", i / 10))
+    } else {
+        Value::Null
+    }
+}
+
+fn merge_input(n: usize) -> Vec<FederatedRecord> {
+    (0..n)
+        .map(|i| {
+            let source = format!("s{}", i % SOURCES);
+            // Pairs (i, i + 7) land in different sources and share a key.
+            let key = if i % 14 < 7 { i } else { i - 7 };
+            FederatedRecord {
+                record_ref: FederatedRecord::single_source_ref("person", &source, &i.to_string()),
+                display_name: json!(format!("Person {i}")),
+                email: email_of(key),
+                phone: phone_of(key),
+                lifecycle: Value::Null,
+                sources: vec![Provenance {
+                    source_type: "crm".into(),
+                    source_identity: source.as_str().into(),
+                    external_id: i.to_string(),
+                    record_type: "person".into(),
+                    observed_at: "2026-10-08T12:00:00Z".into(),
+                    capabilities: vec!["read".to_owned()].into(),
+                    version: Value::Null,
+                }],
+                identity_match: None,
+                attributes: vec![("tier".into(), json!(i % 3))],
+            }
+        })
+        .collect()
+}
+
+fn bench_merge(c: &mut Criterion) {
+    let mut group = c.benchmark_group("federation_merge");
+    group.sample_size(10);
+    for n in [10_000usize, 100_000] {
+        let input = merge_input(n);
+        let expected = merge_records(input.clone()).len();
+        assert!(expected < n && expected > n / 2, "{expected} groups of {n}");
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &input, |b, input| {
+            let mut groups = 0;
+            b.iter_batched(
+                || input.clone(),
+                |records| groups = merge_records(records).len(),
+                criterion::BatchSize::LargeInput,
+            );
+            assert_eq!(groups, expected);
+        });
+    }
+    group.finish();
+}
+
+// === loopback fan-out ===
+
+const RECORDS_PER_SOURCE: usize = 10_000;
+const PROVIDER_PAGE: usize = 500;
+
+/// Starts a provider answering `cursor=N` with page N of 500 records.
+async fn start_provider(identity: String) -> String {
+    let pages: Vec<Bytes> = (0..RECORDS_PER_SOURCE / PROVIDER_PAGE)
+        .map(|p| {
+            let records: Vec<Value> = (p * PROVIDER_PAGE..(p + 1) * PROVIDER_PAGE)
+                .map(|i| {
+                    json!({"source_identity": identity, "external_id": i.to_string(),
+                        "record_type": "person", "observed_at": "2026-10-08T12:00:00Z",
+                        "version": i,
+                        "fields": {"name": format!("Person {i}"), "email": email_of(i),
+                            "phone": phone_of(i), "tier": i % 3}})
+                })
+                .collect();
+            let next = (p + 1 < RECORDS_PER_SOURCE / PROVIDER_PAGE).then(|| (p + 1).to_string());
+            Bytes::from(json!({"records": records, "next_cursor": next}).to_string())
+        })
+        .collect();
+    let pages = Arc::new(pages);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/people", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let pages = Arc::clone(&pages);
+            let service = service_fn(move |request: Request<Incoming>| {
+                let page = request
+                    .uri()
+                    .query()
+                    .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("cursor=")))
+                    .and_then(|c| c.parse::<usize>().ok())
+                    .unwrap_or(0);
+                let body = pages.get(page).cloned().unwrap_or_default();
+                async move { Ok::<_, Infallible>(Response::new(Full::new(body))) }
+            });
+            tokio::spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    url
+}
+
+/// Writes each notification into a reused buffer (as an SSE sink would) and notes when the
+/// first event came.
+struct TimingSink {
+    started: Instant,
+    first_event: Option<Duration>,
+    buffer: BytesMut,
+    records: usize,
+}
+
+impl EventSink for TimingSink {
+    fn emit(&mut self, event: SourceEvent) -> BoxFuture<'_, Result<(), SinkClosed>> {
+        if self.first_event.is_none() {
+            self.first_event = Some(self.started.elapsed());
+        }
+        self.records += event.records.len();
+        self.buffer.clear();
+        event.write_notification(&mut self.buffer, b"\"bench-1\"", None);
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+fn bench_fanout(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sources: Vec<Source> = runtime.block_on(async {
+        let mut sources = Vec::new();
+        for s in 0..SOURCES {
+            let identity = format!("s{s}");
+            let url = start_provider(identity.clone()).await;
+            sources.push(Source {
+                source_type: "crm".into(),
+                source_identity: identity,
+                url,
+                timeout_ms: Some(60_000),
+                credential: None,
+                page_limit: Some(PROVIDER_PAGE as u32),
+                capabilities: vec!["read".into()],
+                fields: SourceFields {
+                    display_name: Some("name".into()),
+                    email: Some("email".into()),
+                    phone: Some("phone".into()),
+                    lifecycle: None,
+                    attributes: [("tier".to_owned(), "tier".to_owned())].into(),
+                },
+            });
+        }
+        sources
+    });
+    let tool = FederatedDownstream {
+        record_type: "person".into(),
+        deadline_ms: Some(120_000),
+        sources,
+    };
+    let federation = Federation::new(FederationConfig::default());
+    let total_records = (SOURCES * RECORDS_PER_SOURCE) as u64;
+    let run_once = |federation: &Federation, tool: &FederatedDownstream| {
+        runtime.block_on(async {
+            let mut sink = TimingSink {
+                started: Instant::now(),
+                first_event: None,
+                buffer: BytesMut::with_capacity(64 * 1024),
+                records: 0,
+            };
+            let outcome = federation.run(tool, "q=person", &mut sink).await;
+            let total = sink.started.elapsed();
+            assert!(!outcome.is_partial(), "{:?}", outcome.source_errors());
+            assert!(sink.records > 0);
+            let first = sink.first_event.unwrap_or(total);
+            (first, total, outcome.records().len())
+        })
+    };
+    // Warm the pool and check the shape once.
+    let (_, _, merged) = run_once(&federation, &tool);
+    assert!(merged > 0 && merged < total_records as usize);
+
+    let mut group = c.benchmark_group("federation_fanout");
+    group.sample_size(10);
+    group.bench_function("first_event", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| run_once(&federation, &tool).0)
+                .sum::<Duration>()
+        })
+    });
+    group.throughput(Throughput::Elements(total_records));
+    group.bench_function("total", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| run_once(&federation, &tool).1)
+                .sum::<Duration>()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_merge, bench_fanout);
+criterion_main!(benches);
