@@ -125,6 +125,20 @@ impl Body {
         }
     }
 
+    /// A body fed frame by frame through `rx` that ends only when every sender is dropped: the
+    /// server's drain does not cut it (its grace period bounds it instead). For answers whose last
+    /// frame is the point, such as a federated read's final result.
+    pub fn channel(rx: mpsc::Receiver<Bytes>) -> Self {
+        Self {
+            kind: Kind::Stream(Streaming {
+                rx,
+                drained: Some(Box::pin(std::future::pending())),
+                epilogue: None,
+            }),
+            sent: Sent::default(),
+        }
+    }
+
     /// Like [`Body::stream`], but when the server drains the body sends `epilogue` as its last
     /// frame instead of just ending (frames still queued at that moment are dropped).
     pub fn stream_with_epilogue(rx: mpsc::Receiver<Bytes>, drain: &Drain, epilogue: Bytes) -> Self {

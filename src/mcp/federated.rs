@@ -59,7 +59,10 @@ pub(crate) async fn call(
         audit: None,
     };
     if scope.stream_sources && opted_in(params) {
-        let audit = d.audit.is_enabled().then(|| stream_record(scope, &tool.name));
+        let audit = d
+            .audit
+            .is_enabled()
+            .then(|| stream_record(scope, &tool.name));
         return Reply::Federated(FederatedCall { audit, ..call });
     }
     Reply::Result(d.run_federated(&call, &mut NullSink).await)
@@ -95,7 +98,9 @@ impl Dispatcher {
         let shapes = &self.prepared.shapes;
         let Some(outcome) = outcome else {
             let mut out = BytesMut::with_capacity(96 + shapes.max_suffix_len());
-            out.put_slice(br#"{"content":[{"type":"text","text":"internal error"}],"isError":true"#);
+            out.put_slice(
+                br#"{"content":[{"type":"text","text":"internal error"}],"isError":true"#,
+            );
             shapes.close(&mut out, era, Cache::No);
             return out.freeze();
         };

@@ -122,7 +122,10 @@ pub(crate) async fn call(
     })?;
     if matches!(tool.def.downstream, Downstream::Federated(_)) {
         // The plan validates the arguments and turns them into the query every source gets.
-        let query = match d.invoker.prepare(&tool.plan, &policy, scope.call, &arguments) {
+        let query = match d
+            .invoker
+            .prepare(&tool.plan, &policy, scope.call, &arguments)
+        {
             Ok(request) => request.uri().query().unwrap_or("").to_owned(),
             Err(err) => return Ok(Reply::Result(failure(d, scope, &err.safe_message()))),
         };

@@ -25,9 +25,9 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use smallvec::SmallVec;
 
-use super::source_results;
 use super::inflight::id_from_json;
 use super::reply::{self, Framing};
+use super::source_results;
 use super::stateless::framing;
 use super::stream::{Resumed, StreamError, StreamKind};
 use super::{wants_priming, Transport, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};

@@ -178,7 +178,7 @@ where
                     caller: &caller,
                     session: Some(bound.id),
                     surface: crate::audit::Surface::LegacySse,
-                stream_sources: false,
+                    stream_sources: false,
                 };
                 let (_registration, abort) =
                     transport.inflight.register(bound.id, id.to_owned_id());

@@ -24,7 +24,6 @@ use tokio::sync::mpsc;
 use super::Transport;
 use crate::federation::{EventSink, SinkClosed, SourceEvent};
 use crate::http::response::{self, Body};
-use crate::http::Drain;
 use crate::jsonrpc::{self, Id};
 use crate::mcp::federated::FederatedCall;
 use crate::sse::Encoder;
@@ -82,7 +81,7 @@ pub fn respond(transport: &Transport, id: Id<'_>, call: FederatedCall) -> Respon
         let _ = tx.send(frame).await;
     });
     // Never cut by the server's drain: the final result is what the client waits for.
-    response::event_stream(Body::stream(rx, &Drain::new()))
+    response::event_stream(Body::channel(rx))
 }
 
 /// Writes each source event as a `notifications/bos/source_result` message frame.

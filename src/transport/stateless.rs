@@ -22,9 +22,9 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use smallvec::SmallVec;
 
-use super::source_results;
 use super::headers::{self, HeaderMismatch};
 use super::reply::{self, Framing};
+use super::source_results;
 use super::stream::StreamKind;
 use super::{Transport, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
 use crate::auth::Caller;
