@@ -63,7 +63,7 @@ pub(crate) async fn call(
             .audit
             .is_enabled()
             .then(|| stream_record(scope, &tool.name));
-        return Reply::Federated(FederatedCall { audit, ..call });
+        return Reply::Federated(Box::new(FederatedCall { audit, ..call }));
     }
     Reply::Result(d.run_federated(&call, &mut NullSink).await)
 }

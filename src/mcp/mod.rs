@@ -178,7 +178,7 @@ pub enum Reply {
     /// A federated read negotiated `bos/source-results/v1`: the transport answers with an event
     /// stream, runs [`Dispatcher::run_federated`] writing each source event as
     /// `notifications/bos/source_result`, then the final response.
-    Federated(federated::FederatedCall),
+    Federated(Box<federated::FederatedCall>),
     /// `subscriptions/listen` (stateless era): the transport opens the long-lived stream, sends
     /// [`Dispatcher::acknowledged_message`] first, then [`Dispatcher::list_changed_message`]s of
     /// the kinds the filter honours, and ends with [`Dispatcher::listen_result`].

@@ -36,7 +36,7 @@ pub const OPENING_COMMENT: &[u8] = b": bos/source-results/v1\n\n";
 const CHANNEL_FRAMES: usize = 32;
 
 /// Answers `id` with the event stream of `call`, running it on its own task.
-pub fn respond(transport: &Transport, id: Id<'_>, call: FederatedCall) -> Response<Body> {
+pub fn respond(transport: &Transport, id: Id<'_>, call: Box<FederatedCall>) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_FRAMES);
     // A fresh channel has room for the opening comment.
     let _ = tx.try_send(Bytes::from_static(OPENING_COMMENT));
@@ -72,7 +72,6 @@ pub fn respond(transport: &Transport, id: Id<'_>, call: FederatedCall) -> Respon
                 }
             }
         };
-        drop(run);
         let Some(result) = result else { return };
         let mut encoder = Encoder::new();
         let frame = encoder.message_with(None, |out| {

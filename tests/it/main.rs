@@ -3,6 +3,7 @@
 mod auth;
 mod catalog;
 mod cli;
+mod federation;
 mod http;
 mod invoke;
 mod jsonrpc;
