@@ -26,7 +26,7 @@ use crate::http::router::{self, Route};
 use crate::http::{guard, server, Drain, Error, Limits};
 use crate::invoke::correlation::external_from_headers;
 use crate::invoke::{Invoker, InvokerConfig, EXTERNAL_CORRELATION_ID_HEADER};
-use crate::mcp::{Dispatcher, DispatcherConfig, Era, ListChanged};
+use crate::mcp::{Dispatcher, DispatcherConfig, Era, ListChanged, SourceResultsAdvert};
 use crate::metrics::{MethodLabel, Metrics, RouteLabel};
 use crate::rest::Rest;
 use crate::session::{SessionConfig, Sessions};
@@ -120,7 +120,20 @@ impl ServeConfig {
             prefer_sse: settings.prefer_sse,
             admin_token: settings.admin_token.clone(),
             invoker: InvokerConfig::from_server_settings(settings),
-            dispatcher: DispatcherConfig::default(),
+            dispatcher: DispatcherConfig {
+                source_results: settings
+                    .source_results
+                    .enabled
+                    .then(|| SourceResultsAdvert {
+                        page_size: settings.source_results.page_size.max(1),
+                        max_concurrent_sources: settings
+                            .source_results
+                            .max_concurrent_sources
+                            .max(1),
+                        contract_uri: settings.source_results.contract_uri.clone(),
+                    }),
+                ..DispatcherConfig::default()
+            },
             sessions_enabled: settings.sessions_enabled,
             require_session: settings.require_session,
             sse_enabled: settings.sse_enabled,
@@ -181,6 +194,8 @@ struct State {
     admin_token: Option<String>,
     drain: Drain,
     test_hooks: Option<Arc<TestHooks>>,
+    /// The path the `bos/source-results/v1` contract page is served at, when it is local.
+    contract_path: Option<String>,
     /// The SSE totals already added to `metrics` (see `refresh_gauges`).
     sse_seen: std::sync::Mutex<(u64, u64)>,
 }
@@ -198,6 +213,15 @@ pub async fn serve(
         Some(url) => url.trim_end_matches('/').to_owned(),
         None => format!("http://{}", listener.local_addr()?),
     };
+    // A local contract page is advertised under the public URL and served here.
+    let mut dispatcher_config = config.dispatcher;
+    let mut contract_path = None;
+    if let Some(advert) = &mut dispatcher_config.source_results {
+        if advert.contract_uri.starts_with('/') {
+            contract_path = Some(advert.contract_uri.clone());
+            advert.contract_uri = format!("{public_base}{}", advert.contract_uri);
+        }
+    }
     let (audit, audit_writer) = Audit::start(&config.audit)?;
     let metrics = Arc::new(Metrics::new());
     if let Err(err) = metrics.register_counter(
@@ -215,7 +239,9 @@ pub async fn serve(
     ));
     let invoker = Arc::new(Invoker::new(config.invoker).with_metrics(Arc::clone(&metrics)));
     let dispatcher = Arc::new(
-        Dispatcher::new(config.dispatcher, Arc::clone(&invoker)).with_audit(audit.clone()),
+        Dispatcher::new(dispatcher_config, Arc::clone(&invoker))
+            .with_audit(audit.clone())
+            .with_metrics(Arc::clone(&metrics)),
     );
     let sessions = Sessions::local(config.sessions);
     let streams = StreamRegistry::new(StreamConfig {
@@ -264,6 +290,7 @@ pub async fn serve(
         catalog: config.catalog,
         admin_token: config.admin_token,
         sse_seen: std::sync::Mutex::new((0, 0)),
+        contract_path,
         drain: drain.clone(),
         test_hooks: config.test_hooks,
     });
@@ -348,6 +375,21 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
     }
     let route = match router::route(&parts.method, parts.uri.path()) {
         Ok(route) => route,
+        Err(_)
+            if parts.method == http::Method::GET
+                && state.contract_path.as_deref() == Some(parts.uri.path()) =>
+        {
+            let mut response = response::json(
+                StatusCode::OK,
+                Bytes::from_static(crate::federation::CONTRACT_PAGE.as_bytes()),
+            );
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("text/markdown; charset=utf-8"),
+            );
+            observe(state, RouteLabel::Other, &parts, &response, started);
+            return response;
+        }
         Err(err) => {
             let response = Error::from(err).into_response();
             observe(state, RouteLabel::NotFound, &parts, &response, started);

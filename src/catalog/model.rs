@@ -92,10 +92,40 @@ pub struct ServerSettings {
     /// are valid wherever they are presented). `SLUICE_BOS_HANDLE_SECRET` overrides it; required
     /// (at least 32 bytes) when a tenant has `bos_context`s.
     pub bos_handle_secret: Option<String>,
+    /// The `bos/source-results/v1` extension: advertised limits and contract page.
+    pub source_results: SourceResultsSettings,
     /// The audit trail.
     pub audit: AuditSettings,
     /// Process logs.
     pub log: LogSettings,
+}
+
+/// The `bos/source-results/v1` advertisement (`capabilities.experimental`) and its limits.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SourceResultsSettings {
+    /// Advertise the extension and stream federated reads that opt in (when off, they always
+    /// answer with one JSON response).
+    pub enabled: bool,
+    /// Most records per streamed page.
+    pub page_size: u32,
+    /// Most source reads in flight per invocation.
+    pub max_concurrent_sources: u32,
+    /// The advertised `contractUri`. A path (starting with `/`) is served by this server (the
+    /// contract page, at `/contracts/bos-source-results-v1`) and advertised under `public_url`;
+    /// anything else is advertised as is.
+    pub contract_uri: String,
+}
+
+impl Default for SourceResultsSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            page_size: 100,
+            max_concurrent_sources: 8,
+            contract_uri: "/contracts/bos-source-results-v1".to_owned(),
+        }
+    }
 }
 
 /// Where audit records go and what happens when the writer falls behind.
@@ -208,6 +238,7 @@ impl Default for ServerSettings {
             bos_handle_secret: None,
             max_streams_per_session: 8,
             max_downstream_per_tenant: 512,
+            source_results: SourceResultsSettings::default(),
             audit: AuditSettings::default(),
             log: LogSettings::default(),
         }

@@ -35,6 +35,13 @@ mod tests;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The page a local `contractUri` serves (text/markdown): how this server delivers the
+/// extension, in our words.
+pub const CONTRACT_PAGE: &str = include_str!("contract.md");
+
+/// Where the contract page is served when `contract_uri` is local (the default).
+pub const CONTRACT_PATH: &str = "/contracts/bos-source-results-v1";
+
 pub use event::{
     ChannelSink, EventSink, NullSink, SinkClosed, SourceEvent, SourceRef, SourceStatus,
     SOURCE_RESULT_METHOD,

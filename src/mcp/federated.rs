@@ -58,7 +58,7 @@ pub(crate) async fn call(
         era: scope.era,
         audit: None,
     };
-    if scope.stream_sources && opted_in(params) {
+    if scope.stream_sources && d.config.source_results.is_some() && opted_in(params) {
         let audit = d
             .audit
             .is_enabled()
@@ -78,6 +78,11 @@ impl Dispatcher {
             return self.federated_result(call.era, None);
         };
         let outcome = self.federation.run(federated, &call.query, sink).await;
+        if let Some(metrics) = &self.metrics {
+            for failure in outcome.source_errors() {
+                metrics.source_error(failure.code.as_str());
+            }
+        }
         let result = self.federated_result(call.era, Some(&outcome));
         if let Some(record) = &call.audit {
             let mut record = record.clone().with_duration(started.elapsed());

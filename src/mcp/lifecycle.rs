@@ -215,7 +215,7 @@ mod tests {
                 "prompts": {"listChanged": true},
                 "experimental": {"bos/source-results/v1": {
                     "pageSize": 100, "maxConcurrentSources": 8,
-                    "contractUri": "urn:sluice:bos:source-results:v1"}}
+                    "contractUri": "/contracts/bos-source-results-v1"}}
             })
         );
         let config = DispatcherConfig {

@@ -122,7 +122,7 @@ impl Default for SourceResultsAdvert {
         Self {
             page_size: 100,
             max_concurrent_sources: 8,
-            contract_uri: "urn:sluice:bos:source-results:v1".to_owned(),
+            contract_uri: crate::federation::CONTRACT_PATH.to_owned(),
         }
     }
 }
@@ -142,7 +142,7 @@ pub struct DispatcherConfig {
     /// `ttlMs` on cacheable stateless-era results.
     pub ttl_ms: u64,
     /// The `bos/source-results/v1` advert in `capabilities.experimental`; `None` advertises
-    /// nothing. On by default with contract URI `urn:sluice:bos:source-results:v1`.
+    /// nothing. On by default, its contract page served locally (`federation::CONTRACT_PATH`).
     pub source_results: Option<SourceResultsAdvert>,
 }
 
@@ -290,6 +290,8 @@ pub struct Dispatcher {
     federation: Arc<Federation>,
     /// Where call records go (disabled by default).
     audit: Audit,
+    /// Source errors of federated reads are counted here.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
     /// JSON computed once from `config`: capabilities, serverInfo, era suffixes, discover.
     prepared: lifecycle::Prepared,
 }
@@ -309,8 +311,16 @@ impl Dispatcher {
             invoker,
             federation,
             audit: Audit::disabled(),
+            metrics: None,
             prepared,
         }
+    }
+
+    /// This dispatcher, counting federated source errors in `metrics`
+    /// (`sluice_source_errors_total{code}`).
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// This dispatcher, recording every audited call to `audit`.

@@ -851,3 +851,70 @@ async fn sources_interleave_and_pages_arrive_before_the_slowest_source_ends() {
     let switches = order.windows(2).filter(|w| w[0] != w[1]).count();
     assert!(switches >= 2, "sources interleave: {order:?}");
 }
+
+#[tokio::test]
+async fn discovery_advertises_the_extension_and_serves_its_contract_page() {
+    let s = standard().await;
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}});
+    let answer = read(send(s.addr, &init, false, "").await).await;
+    let message = answer
+        .json
+        .clone()
+        .or_else(|| answer.events.last().cloned())
+        .expect("initialize answer");
+    let advert = &message["result"]["capabilities"]["experimental"][OPT_IN];
+    assert_eq!(advert["pageSize"], 100);
+    assert_eq!(advert["maxConcurrentSources"], 8);
+    let contract = advert["contractUri"].as_str().expect("contractUri");
+    let expected = format!("http://{}/contracts/bos-source-results-v1", s.addr);
+    assert_eq!(contract, expected);
+
+    let stream = TcpStream::connect(s.addr).await.expect("connect");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+    let get = |path: &str| {
+        Request::builder()
+            .uri(path)
+            .header("host", "localhost")
+            .body(Full::new(Bytes::new()))
+            .expect("request")
+    };
+    let page = sender
+        .send_request(get("/contracts/bos-source-results-v1"))
+        .await
+        .expect("page");
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(page.headers()["content-type"]
+        .to_str()
+        .is_ok_and(|v| v.starts_with("text/markdown")));
+    let text = page.into_body().collect().await.expect("body").to_bytes();
+    assert!(String::from_utf8_lossy(&text).contains("notifications/bos/source_result"));
+
+    // Source failures are counted by code.
+    read(
+        send(
+            s.addr,
+            &call_body(json!(9), "people", None, false),
+            false,
+            "people",
+        )
+        .await,
+    )
+    .await;
+    let metrics = sender.send_request(get("/metrics")).await.expect("metrics");
+    let text = metrics
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains("sluice_source_errors_total{code=\"source_timeout\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("sluice_source_errors_total{code=\"source_unavailable\"} 1"));
+}

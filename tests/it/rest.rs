@@ -226,6 +226,7 @@ async fn lists_visible_tools_with_their_published_schemas() {
         [
             "discover_tool_schema",
             "find_customers",
+            "find_people",
             "get_customer",
             "place_order"
         ]
