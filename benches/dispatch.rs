@@ -105,6 +105,7 @@ fn bench_dispatch(c: &mut Criterion) {
         session: None,
         surface: sluice::audit::Surface::Mcp,
         stream_sources: false,
+        platform: false,
     };
 
     let mut group = c.benchmark_group("dispatch");

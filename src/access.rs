@@ -69,6 +69,9 @@ pub struct Admitted {
     pub snapshot: Arc<Snapshot>,
     /// Who is calling.
     pub caller: Caller,
+    /// Whether the request came through the BOS platform endpoint (its `tools/list` and
+    /// `tools/call` are the platform tools).
+    pub platform: bool,
 }
 
 /// The gate. One per server; cheap to share.
@@ -126,11 +129,75 @@ impl Access {
             .authenticate_with(&parts.headers, view, resource)
             .await
         {
-            Ok(caller) => Ok(Admitted { snapshot, caller }),
+            Ok(caller) => Ok(Admitted {
+                snapshot,
+                caller,
+                platform: false,
+            }),
             Err(err) => {
                 self.audit_failure(parts, view, endpoint, &err, started)
                     .await;
                 Err(self.challenge(&err, view, endpoint))
+            }
+        }
+    }
+
+    /// The gate of the BOS platform endpoint (`/mcp/apps/bos/platform`), whose path names no
+    /// tenant: the caller's API key names it (key ids are unique across tenants). The key is
+    /// then checked exactly as on the key's own client endpoint (secret, expiry, the tenant's
+    /// required scopes). Returns the tenant and client application the key belongs to.
+    /// No API key (including a JWT, which cannot name a tenant here) → 401.
+    pub async fn admit_platform(
+        &self,
+        parts: &Parts,
+        snapshot: Arc<Snapshot>,
+    ) -> Result<(Admitted, crate::catalog::ClientKey), Error> {
+        guard::check_origin(&parts.headers, &parts.uri, &self.allowed_origins)?;
+        let metadata = prm::metadata_url(&self.public_base, crate::bos::PLATFORM_PATH);
+        let refuse = |err: &AuthError| Error::Unauthorized {
+            challenge: Some(challenge::www_authenticate(err, &metadata, &[])),
+            message: err.to_string().into(),
+        };
+        let key_id = platform_key_id(&parts.headers);
+        let Some(owner) = key_id.and_then(|id| snapshot.key_owner(id)).cloned() else {
+            let err = if key_id.is_some() || has_credential(&parts.headers) {
+                AuthError::Invalid {
+                    reason: "the platform endpoint takes an API key of a client application",
+                }
+            } else {
+                AuthError::Missing
+            };
+            return Err(refuse(&err));
+        };
+        let Some(view) = snapshot.client(&owner.tenant, &owner.client) else {
+            return Err(refuse(&AuthError::Invalid {
+                reason: "unknown api key",
+            }));
+        };
+        let started = Instant::now();
+        let resource = || prm::resource_url(&self.public_base, crate::bos::PLATFORM_PATH);
+        match self
+            .authenticator
+            .authenticate_with(&parts.headers, view, resource)
+            .await
+        {
+            Ok(caller) => Ok((
+                Admitted {
+                    snapshot,
+                    caller,
+                    platform: true,
+                },
+                owner,
+            )),
+            Err(err) => {
+                self.audit_failure(parts, view, Endpoint::Mcp, &err, started)
+                    .await;
+                Err(match &err {
+                    AuthError::InsufficientScope { .. } => {
+                        self.challenge(&err, view, Endpoint::Mcp)
+                    }
+                    _ => refuse(&err),
+                })
             }
         }
     }
@@ -202,6 +269,12 @@ impl Access {
         snapshot: &Snapshot,
         path: &str,
     ) -> Result<bytes::Bytes, Error> {
+        if path == crate::bos::PLATFORM_PATH {
+            // The platform endpoint serves every tenant: no one tenant's authorization servers.
+            let resource = prm::resource_url(&self.public_base, path);
+            let auth = crate::catalog::model::TenantAuth::default();
+            return Ok(prm::document(&resource, &auth, "sluice BOS platform"));
+        }
         let mut segments = path.strip_prefix('/').unwrap_or("").split('/');
         let (Some("runtime"), Some(tenant), Some(client), Some(last), None) = (
             segments.next(),
@@ -252,6 +325,20 @@ impl Access {
             external_from_headers(&parts.headers).map(|id| id.as_str().to_owned());
         self.audit.record(record).await;
     }
+}
+
+/// The key id of the request's API key (`Authorization: Bearer rtk_…` or `X-API-Key`), if any.
+fn platform_key_id(headers: &http::HeaderMap) -> Option<&str> {
+    let token = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get(auth::X_API_KEY).and_then(|v| v.to_str().ok()))?;
+    auth::apikey::parse(token.trim()).ok().map(|key| key.id)
+}
+
+fn has_credential(headers: &http::HeaderMap) -> bool {
+    headers.contains_key(http::header::AUTHORIZATION) || headers.contains_key(auth::X_API_KEY)
 }
 
 /// 404 with a JSON-RPC body: no such tenant or client application.

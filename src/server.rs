@@ -132,6 +132,9 @@ impl ServeConfig {
                             .max(1),
                         contract_uri: settings.source_results.contract_uri.clone(),
                     }),
+                bos_handle_secret: std::env::var("SLUICE_BOS_HANDLE_SECRET")
+                    .ok()
+                    .or_else(|| settings.bos_handle_secret.clone()),
                 ..DispatcherConfig::default()
             },
             sessions_enabled: settings.sessions_enabled,
@@ -434,7 +437,22 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz if state.drain.is_draining() => Err(Error::Unavailable("draining".into())),
         Route::Readyz => Ok(response::text(StatusCode::OK, "ready")),
-        Route::BosPlatform => Err(Error::NotImplemented("the BOS platform app")),
+        Route::BosPlatform => {
+            match state
+                .access
+                .admit_platform(&parts, state.catalog.current())
+                .await
+            {
+                Ok((admitted, owner)) => {
+                    let target = crate::http::Target {
+                        tenant: std::borrow::Cow::Owned(owner.tenant.to_string()),
+                        client: std::borrow::Cow::Owned(owner.client.to_string()),
+                    };
+                    streamable::handle(&state.mcp, &parts, body, &target, admitted).await
+                }
+                Err(err) => Err(err),
+            }
+        }
         Route::ProtectedResource(path) => state
             .access
             .protected_resource(&state.catalog.current(), path)

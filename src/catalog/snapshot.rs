@@ -179,6 +179,8 @@ impl ClientView {
 #[derive(Debug)]
 struct TenantView {
     clients: HashMap<Arc<str>, Arc<ClientView>>,
+    /// The tenant's BOS platform contexts (empty when it configures none).
+    bos: Arc<crate::bos::BosContexts>,
     /// Every tool of the tenant by `toolset/name` (schema versions carry over reloads by this key).
     tools: HashMap<String, Arc<CatalogTool>>,
 }
@@ -190,6 +192,9 @@ pub struct Snapshot {
     settings: ServerSettings,
     tenants: HashMap<Arc<str>, TenantView>,
     n_tools: usize,
+    /// API key id → (tenant, client): the BOS platform endpoint names no tenant, so a key finds
+    /// its own (key ids are unique across tenants).
+    key_owners: HashMap<String, ClientKey>,
 }
 
 /// A (tenant, client) pair.
@@ -213,6 +218,7 @@ impl Snapshot {
         let mut report = Report::default();
         let mut tenants = HashMap::with_capacity(config.tenants.len());
         let mut n_tools = 0;
+        let mut key_owners = HashMap::new();
 
         for (tenant, tenant_plans) in config.tenants.iter().zip(&validated.plans) {
             let tenant_id: Arc<str> = tenant.id.as_str().into();
@@ -330,7 +336,38 @@ impl Snapshot {
                 );
                 clients.insert(view.client.clone(), Arc::new(view));
             }
-            tenants.insert(tenant_id, TenantView { clients, tools });
+            let bos = match crate::bos::BosContexts::build(&tenant.id, &tenant.bos_contexts, |c| {
+                tenant.clients.iter().any(|client| client.id == c)
+            }) {
+                Ok(contexts) => Arc::new(contexts),
+                Err(err) => {
+                    // Validation checks the same rules first; this stays a report.
+                    report.problems.push(Problem {
+                        loc: Loc::root().with("tenant", &tenant.id),
+                        message: err.to_string(),
+                    });
+                    continue;
+                }
+            };
+            for app in &tenant.clients {
+                for key in &app.api_keys {
+                    key_owners.insert(
+                        key.id.clone(),
+                        ClientKey {
+                            tenant: tenant_id.clone(),
+                            client: app.id.as_str().into(),
+                        },
+                    );
+                }
+            }
+            tenants.insert(
+                tenant_id,
+                TenantView {
+                    clients,
+                    tools,
+                    bos,
+                },
+            );
         }
 
         if !report.problems.is_empty() {
@@ -341,12 +378,23 @@ impl Snapshot {
             settings: config.server.clone(),
             tenants,
             n_tools,
+            key_owners,
         })
     }
 
     /// The snapshot version (1 for the first load, +1 per successful reload).
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// The BOS platform contexts of `tenant`.
+    pub fn bos_contexts(&self, tenant: &str) -> Option<&Arc<crate::bos::BosContexts>> {
+        self.tenants.get(tenant).map(|t| &t.bos)
+    }
+
+    /// The tenant and client application an API key id belongs to.
+    pub fn key_owner(&self, key_id: &str) -> Option<&ClientKey> {
+        self.key_owners.get(key_id)
     }
 
     /// Server settings of this configuration.

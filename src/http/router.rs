@@ -138,6 +138,10 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError
         ["readyz"] => only(method, &Method::GET, allow::GET, Route::Readyz),
         ["metrics"] => only(method, &Method::GET, allow::GET, Route::Metrics),
         ["admin", "reload"] => only(method, &Method::POST, allow::POST, Route::AdminReload),
+        ["mcp", "apps", "bos", "platform"] if method == Method::OPTIONS => Ok(Route::Preflight {
+            allow: allow::MCP,
+            public: false,
+        }),
         ["mcp", "apps", "bos", "platform"] => mcp_methods(method, Route::BosPlatform),
         ["runtime", tenant, client, tail @ ..] => {
             let target = Target {

@@ -19,6 +19,13 @@ pub(crate) async fn request(
     method: &str,
     params: Option<&Payload<'_>>,
 ) -> Result<Reply, McpError> {
+    if scope.platform {
+        match method {
+            names::TOOLS_LIST => return super::platform::list(d, scope),
+            names::TOOLS_CALL => return Box::pin(super::platform::call(d, scope, params)).await,
+            _ => {}
+        }
+    }
     match method {
         // Boxed: the downstream call's state is large (over a kilobyte), and without the box
         // every request future — `ping` and `tools/list` included — would be that large and

@@ -37,6 +37,9 @@ pub struct FederatedCall {
     pub era: Era,
     /// The audit record to finish when the stream ends (`source_result_stream`), when auditing.
     pub audit: Option<Record>,
+    /// The public BOS context (`bos_execute`): added to every notification, and the final
+    /// result is the identity envelope around the operation result.
+    pub context: Option<Bytes>,
 }
 
 /// Whether the request opted into `bos/source-results/v1` (an object; `true` does not count).
@@ -57,12 +60,24 @@ pub(crate) async fn call(
         query,
         era: scope.era,
         audit: None,
+        context: None,
     };
+    stream_or_run(d, scope, params, call).await
+}
+
+/// Streams `call` (the transport runs it) when the request negotiated the extension, else runs
+/// it now and answers its final result.
+pub(crate) async fn stream_or_run(
+    d: &Dispatcher,
+    scope: &Scope<'_>,
+    params: Option<&Payload<'_>>,
+    call: FederatedCall,
+) -> Reply {
     if scope.stream_sources && d.config.source_results.is_some() && opted_in(params) {
         let audit = d
             .audit
             .is_enabled()
-            .then(|| stream_record(scope, &tool.name));
+            .then(|| stream_record(scope, &call.tool.name));
         return Reply::Federated(Box::new(FederatedCall { audit, ..call }));
     }
     Reply::Result(d.run_federated(&call, &mut NullSink).await)
@@ -83,7 +98,16 @@ impl Dispatcher {
                 metrics.source_error(failure.code.as_str());
             }
         }
-        let result = self.federated_result(call.era, Some(&outcome));
+        let result = match &call.context {
+            Some(context) => super::platform::envelope(
+                self,
+                call.era,
+                context,
+                &outcome.operation_result_json(),
+                outcome.is_partial(),
+            ),
+            None => self.federated_result(call.era, Some(&outcome)),
+        };
         if let Some(record) = &call.audit {
             let mut record = record.clone().with_duration(started.elapsed());
             if outcome.is_partial() {

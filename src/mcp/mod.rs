@@ -33,6 +33,7 @@ pub mod meta;
 pub mod names;
 mod page;
 mod params;
+mod platform;
 mod prompts;
 mod resources;
 pub mod subscriptions;
@@ -103,6 +104,9 @@ pub struct Scope<'a> {
     /// notifications before the result (Accept allows `text/event-stream` and the reply goes on
     /// this response): a federated read that opted in then streams its source events.
     pub stream_sources: bool,
+    /// The request came through the BOS platform endpoint: `tools/list` and `tools/call` are
+    /// the platform tools (`bos_list_contexts`, `bos_list_tools`, `bos_execute`).
+    pub platform: bool,
 }
 
 /// What the server advertises for the `bos/source-results/v1` extension under
@@ -144,6 +148,8 @@ pub struct DispatcherConfig {
     /// The `bos/source-results/v1` advert in `capabilities.experimental`; `None` advertises
     /// nothing. On by default, its contract page served locally (`federation::CONTRACT_PATH`).
     pub source_results: Option<SourceResultsAdvert>,
+    /// The HMAC key of BOS context handles (the platform endpoint's tools need it).
+    pub bos_handle_secret: Option<String>,
 }
 
 impl Default for DispatcherConfig {
@@ -155,6 +161,7 @@ impl Default for DispatcherConfig {
             page_size: 100,
             ttl_ms: 0,
             source_results: Some(SourceResultsAdvert::default()),
+            bos_handle_secret: None,
         }
     }
 }
@@ -292,6 +299,9 @@ pub struct Dispatcher {
     audit: Audit,
     /// Source errors of federated reads are counted here.
     metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Signs and verifies BOS context handles (`None`: the platform tools answer "not
+    /// configured").
+    bos_key: Option<crate::bos::HandleKey>,
     /// JSON computed once from `config`: capabilities, serverInfo, era suffixes, discover.
     prepared: lifecycle::Prepared,
 }
@@ -301,6 +311,10 @@ impl Dispatcher {
     pub fn new(config: DispatcherConfig, invoker: Arc<Invoker>) -> Self {
         let prepared = lifecycle::Prepared::new(&config);
         let advert = config.source_results.clone().unwrap_or_default();
+        let bos_key = config
+            .bos_handle_secret
+            .as_deref()
+            .map(|secret| crate::bos::HandleKey::new(secret.as_bytes()));
         let federation = Arc::new(Federation::new(FederationConfig {
             page_size: advert.page_size as usize,
             max_concurrent_sources: advert.max_concurrent_sources as usize,
@@ -312,6 +326,7 @@ impl Dispatcher {
             federation,
             audit: Audit::disabled(),
             metrics: None,
+            bos_key,
             prepared,
         }
     }

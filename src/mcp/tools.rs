@@ -196,7 +196,7 @@ fn success(d: &Dispatcher, scope: &Scope<'_>, result: &[u8], is_object: bool) ->
 }
 
 /// `{"content":[{"type":"text","text":"<message>"}],"isError":true}`.
-fn failure(d: &Dispatcher, scope: &Scope<'_>, message: &str) -> Bytes {
+pub(crate) fn failure(d: &Dispatcher, scope: &Scope<'_>, message: &str) -> Bytes {
     let shapes = &d.prepared.shapes;
     let mut out = BytesMut::with_capacity(message.len() + 80 + shapes.max_suffix_len());
     out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
@@ -239,6 +239,7 @@ mod tests {
             session: None,
             surface: crate::audit::Surface::Mcp,
             stream_sources: false,
+            platform: false,
         };
         let got = write(&d, &scope);
         assert_eq!(std::str::from_utf8(&got).unwrap(), expected);

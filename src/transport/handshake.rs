@@ -31,8 +31,8 @@ use super::source_results;
 use super::stateless::framing;
 use super::stream::{Resumed, StreamError, StreamKind};
 use super::{wants_priming, Transport, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use crate::access::Admitted;
 use crate::auth::Caller;
-use crate::catalog::Snapshot;
 use crate::http::error::SERVER_ERROR;
 use crate::http::negotiate::Accept;
 use crate::http::response::{self, Body, INLINE_FRAMES};
@@ -67,9 +67,9 @@ pub async fn post(
     accept: &Accept,
     message: Message<'_>,
     target: &Target<'_>,
-    snapshot: &Snapshot,
-    caller: &Caller,
+    admitted: &Admitted,
 ) -> Result<Response<Body>, Error> {
+    let (snapshot, caller, platform) = (&*admitted.snapshot, &admitted.caller, admitted.platform);
     let is_initialize = matches!(
         message,
         Message::Request {
@@ -105,8 +105,13 @@ pub async fn post(
         call: &call,
         caller,
         session: session.as_ref().map(|bound| bound.id),
-        surface: crate::audit::Surface::Mcp,
+        surface: if platform {
+            crate::audit::Surface::Bos
+        } else {
+            crate::audit::Surface::Mcp
+        },
         stream_sources: accept.accepts_sse(),
+        platform,
     };
 
     match message {

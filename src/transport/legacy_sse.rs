@@ -125,7 +125,9 @@ where
     B::Error: std::fmt::Display,
 {
     enabled(transport)?;
-    let Admitted { snapshot, caller } = admitted;
+    let Admitted {
+        snapshot, caller, ..
+    } = admitted;
     let session_text = session_query(parts.uri.query()).ok_or_else(|| Error::JsonRpc {
         status: StatusCode::BAD_REQUEST,
         code: crate::http::error::SERVER_ERROR,
@@ -179,6 +181,7 @@ where
                     session: Some(bound.id),
                     surface: crate::audit::Surface::LegacySse,
                     stream_sources: false,
+                    platform: false,
                 };
                 let (_registration, abort) =
                     transport.inflight.register(bound.id, id.to_owned_id());
@@ -226,6 +229,7 @@ where
                 session: Some(bound.id),
                 surface: crate::audit::Surface::LegacySse,
                 stream_sources: false,
+                platform: false,
             };
             match transport
                 .dispatcher

@@ -50,6 +50,7 @@ pub fn respond(transport: &Transport, id: Id<'_>, call: Box<FederatedCall>) -> R
         let mut sink = SseSink {
             tx: tx.clone(),
             request_id: request_id.clone(),
+            context: call.context.clone(),
             encoder: Encoder::new(),
             started,
             last_sent: Arc::clone(&last_sent),
@@ -87,6 +88,8 @@ pub fn respond(transport: &Transport, id: Id<'_>, call: Box<FederatedCall>) -> R
 struct SseSink {
     tx: mpsc::Sender<Bytes>,
     request_id: Bytes,
+    /// The public BOS context every notification repeats (`bos_execute` only).
+    context: Option<Bytes>,
     encoder: Encoder,
     started: Instant,
     last_sent: Arc<AtomicU64>,
@@ -95,9 +98,10 @@ struct SseSink {
 impl EventSink for SseSink {
     fn emit(&mut self, event: SourceEvent) -> BoxFuture<'_, Result<(), SinkClosed>> {
         let request_id = &self.request_id;
-        let frame = self
-            .encoder
-            .message_with(None, |out| event.write_notification(out, request_id, None));
+        let context = self.context.as_deref();
+        let frame = self.encoder.message_with(None, |out| {
+            event.write_notification(out, request_id, context)
+        });
         self.last_sent
             .store(millis(self.started), Ordering::Relaxed);
         Box::pin(async move { self.tx.send(frame).await.map_err(|_| SinkClosed) })

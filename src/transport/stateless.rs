@@ -27,8 +27,8 @@ use super::reply::{self, Framing};
 use super::source_results;
 use super::stream::StreamKind;
 use super::{Transport, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use crate::access::Admitted;
 use crate::auth::Caller;
-use crate::catalog::Snapshot;
 use crate::http::negotiate::{Accept, MediaKind};
 use crate::http::response::{self, Body};
 use crate::http::{Error, Target};
@@ -49,9 +49,9 @@ pub async fn post(
     accept: &Accept,
     message: Message<'_>,
     target: &Target<'_>,
-    snapshot: &Snapshot,
-    caller: &Caller,
+    admitted: &Admitted,
 ) -> Result<Response<Body>, Error> {
+    let (snapshot, caller, platform) = (&*admitted.snapshot, &admitted.caller, admitted.platform);
     let (id, method, params) = match message {
         Message::Request { id, method, params } => (id, method, params),
         // "Notification POSTs get 202"; clients never POST responses, and accepting one is
@@ -73,8 +73,13 @@ pub async fn post(
         call: &call,
         caller,
         session: None,
-        surface: crate::audit::Surface::Mcp,
+        surface: if platform {
+            crate::audit::Surface::Bos
+        } else {
+            crate::audit::Surface::Mcp
+        },
         stream_sources: accept.accepts_sse(),
+        platform,
     };
     let outcome = transport.dispatcher.request(&scope, method, params).await;
     match &outcome {

@@ -40,11 +40,10 @@ where
     B: http_body::Body,
     B::Error: std::fmt::Display,
 {
-    let Admitted { snapshot, caller } = admitted;
     match parts.method {
-        Method::POST => post(transport, parts, body, target, &snapshot, &caller).await,
-        Method::GET => handshake::get(transport, parts, target, &caller).await,
-        Method::DELETE => handshake::delete(transport, parts, target, &caller).await,
+        Method::POST => post(transport, parts, body, target, &admitted).await,
+        Method::GET => handshake::get(transport, parts, target, &admitted.caller).await,
+        Method::DELETE => handshake::delete(transport, parts, target, &admitted.caller).await,
         _ => Err(Error::MethodNotAllowed { allow: allow::MCP }),
     }
 }
@@ -132,8 +131,7 @@ async fn post<B>(
     parts: &Parts,
     body: B,
     target: &Target<'_>,
-    snapshot: &Snapshot,
-    caller: &Caller,
+    admitted: &Admitted,
 ) -> Result<Response<Body>, Error>
 where
     B: http_body::Body,
@@ -142,14 +140,24 @@ where
     let accept = check_post_headers(parts)?;
     let mut buf = read_body(parts, body, transport.settings.max_body_bytes).await?;
     let message = jsonrpc::parse(&mut buf).map_err(parse_error)?;
-    check_tool_scope(transport, snapshot, target, caller, Endpoint::Mcp, &message)?;
+    if !admitted.platform {
+        // Platform tools check the executed tool's scope themselves (it is named in arguments).
+        check_tool_scope(
+            transport,
+            &admitted.snapshot,
+            target,
+            &admitted.caller,
+            Endpoint::Mcp,
+            &message,
+        )?;
+    }
 
     match classify(parts, &message) {
         Era::Stateless => {
-            stateless::post(transport, parts, &accept, message, target, snapshot, caller).await
+            stateless::post(transport, parts, &accept, message, target, admitted).await
         }
         Era::Handshake => {
-            handshake::post(transport, parts, &accept, message, target, snapshot, caller).await
+            handshake::post(transport, parts, &accept, message, target, admitted).await
         }
     }
 }

@@ -249,6 +249,7 @@ impl Fixture {
             session: None,
             surface: sluice::audit::Surface::Mcp,
             stream_sources: false,
+            platform: false,
         };
         self.dispatcher
             .request(&scope, method, params.as_ref())
@@ -916,6 +917,7 @@ async fn cancellation_names_the_request_id_as_its_json_text() {
         session: None,
         surface: sluice::audit::Surface::Mcp,
         stream_sources: false,
+        platform: false,
     };
     // Each request id as the in-flight request would hold it (OwnedId::as_json).
     for id in [
