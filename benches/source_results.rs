@@ -207,17 +207,17 @@ impl Scenario {
 // === provider data ===
 
 const FIRST_NAMES: [&str; 8] = [
-    "Ada", "Grace", "Katherine", "Margaret", "Barbara", "Frances", "Hedy", "Radia",
+    "Ada",
+    "Grace",
+    "Katherine",
+    "Margaret",
+    "Barbara",
+    "Frances",
+    "Hedy",
+    "Radia",
 ];
 const LAST_NAMES: [&str; 8] = [
-    "Lovelace",
-    "Hopper",
-    "Johnson",
-    "Hamilton",
-    "Liskov",
-    "Allen",
-    "Lamarr",
-    "Perlman",
+    "Lovelace", "Hopper", "Johnson", "Hamilton", "Liskov", "Allen", "Lamarr", "Perlman",
 ];
 const CITIES: [&str; 8] = [
     "Springfield",
@@ -236,9 +236,13 @@ const CITIES: [&str; 8] = [
 fn provider_record(source: usize, i: usize, person: usize) -> Value {
     let first = FIRST_NAMES[person % FIRST_NAMES.len()];
     let last = LAST_NAMES[(person / FIRST_NAMES.len()) % LAST_NAMES.len()];
-    let (email, phone) = if source % 2 == 0 {
+    let (email, phone) = if source.is_multiple_of(2) {
         (
-            format!("{}.{}.{person}@example.org", first.to_lowercase(), last.to_lowercase()),
+            format!(
+                "{}.{}.{person}@example.org",
+                first.to_lowercase(),
+                last.to_lowercase()
+            ),
             format!("+1 555 {person:07}"),
         )
     } else {
@@ -316,7 +320,9 @@ async fn serve_providers(
         let service = service_fn(move |request: Request<Incoming>| {
             let data = Arc::clone(&data);
             async move {
-                Ok::<_, Infallible>(provider_answer(&data, &request, provider_page, slow_page).await)
+                Ok::<_, Infallible>(
+                    provider_answer(&data, &request, provider_page, slow_page).await,
+                )
             }
         });
         tokio::spawn(async move {
@@ -394,7 +400,14 @@ attributes = {{ city = "city" }}
 
 fn tool_config(settings: &Settings, providers: SocketAddr, name: &str, slow: bool) -> String {
     let sources: String = (0..settings.sources)
-        .map(|s| source_config(settings, providers, s, slow && s == slow_source(settings.sources)))
+        .map(|s| {
+            source_config(
+                settings,
+                providers,
+                s,
+                slow && s == slow_source(settings.sources),
+            )
+        })
         .collect();
     format!(
         r#"
@@ -558,8 +571,9 @@ struct Run {
     total: Duration,
     /// SSE message events (notifications + final); 0 for JSON.
     events: u64,
-    /// Records delivered in pages; 0 for JSON.
-    page_records: u64,
+    /// Records delivered: in pages when streamed, in the final result's provenance for JSON
+    /// (the checks make both equal to sources × records).
+    records: u64,
     /// Body bytes.
     bytes: u64,
     /// Bytes of the final response's JSON.
@@ -663,7 +677,7 @@ async fn invoke(
         run.final_bytes = run.bytes;
         let message: Message =
             serde_json::from_slice(&bytes).map_err(|e| format!("JSON answer: {e}"))?;
-        run.result_count = check_final(&message, id, &settings)?;
+        (run.result_count, run.records) = check_final(&message, id, &settings)?;
     }
     Ok(run)
 }
@@ -741,7 +755,11 @@ async fn read_stream(
                 message.method
             );
             let params = message.params.ok_or("a notification without params")?;
-            ensure!(params.request_id == request_id, "requestId {}", params.request_id);
+            ensure!(
+                params.request_id == request_id,
+                "requestId {}",
+                params.request_id
+            );
             ensure!(
                 params.sequence == sequence + 1,
                 "sequence {} after {sequence}",
@@ -776,7 +794,7 @@ async fn read_stream(
                     );
                     progress.pages = params.page_index;
                     progress.records += params.records.len() as u64;
-                    run.page_records += params.records.len() as u64;
+                    run.records += params.records.len() as u64;
                     run.first_page.get_or_insert(at);
                 }
                 "complete" => {
@@ -827,12 +845,13 @@ async fn read_stream(
             "the first page ({first:?}) came after the slow source ended ({slow:?})"
         );
     }
-    run.result_count = check_final(&message, id, settings)?;
+    run.result_count = check_final(&message, id, settings)?.0;
     Ok(())
 }
 
-/// Checks the final response (both deliveries); returns `result_count`.
-fn check_final(message: &Message, id: u64, settings: &Settings) -> Result<u64, String> {
+/// Checks the final response (both deliveries); returns `result_count` and the provenance
+/// entries of its records (the records it merged).
+fn check_final(message: &Message, id: u64, settings: &Settings) -> Result<(u64, u64), String> {
     ensure!(
         message.id == Some(json!(id)),
         "final response id {:?}",
@@ -843,11 +862,16 @@ fn check_final(message: &Message, id: u64, settings: &Settings) -> Result<u64, S
         "final response is an error: {:?}",
         message.error
     );
-    let result = message.result.as_ref().ok_or("final response without result")?;
+    let result = message
+        .result
+        .as_ref()
+        .ok_or("final response without result")?;
     let structured = &result.structured_content;
     let metadata = &structured.metadata;
     ensure!(
-        !result.is_error && metadata.completeness == "complete" && metadata.source_errors.is_empty(),
+        !result.is_error
+            && metadata.completeness == "complete"
+            && metadata.source_errors.is_empty(),
         "final result not complete: isError {}, {}, {:?}",
         result.is_error,
         metadata.completeness,
@@ -870,7 +894,7 @@ fn check_final(message: &Message, id: u64, settings: &Settings) -> Result<u64, S
         "the final records carry {provenance} provenance entries, {} were delivered",
         settings.delivered_records()
     );
-    Ok(metadata.result_count)
+    Ok((metadata.result_count, provenance))
 }
 
 // === CPU accounting ===
@@ -973,12 +997,26 @@ fn opt_ms(d: Option<Duration>) -> f64 {
     d.map_or(f64::NAN, ms)
 }
 
-/// Rates of a run: (records/s, events/s, MB/s).
+/// A number, or `-` when there is none.
+fn num(value: f64, decimals: usize) -> String {
+    if value.is_nan() {
+        "-".to_owned()
+    } else {
+        format!("{value:.decimals$}")
+    }
+}
+
+/// Rates of a run: (records/s, events/s, MB/s); no events/s for a JSON answer.
 fn rates(run: &Run) -> (f64, f64, f64) {
     let secs = run.total.as_secs_f64().max(1e-9);
+    let events = if run.events == 0 {
+        f64::NAN
+    } else {
+        run.events as f64 / secs
+    };
     (
-        run.page_records as f64 / secs,
-        run.events as f64 / secs,
+        run.records as f64 / secs,
+        events,
         run.bytes as f64 / 1e6 / secs,
     )
 }
@@ -986,16 +1024,16 @@ fn rates(run: &Run) -> (f64, f64, f64) {
 fn print_run(round: &str, scenario: Scenario, run: &Run) {
     let (rps, eps, mbps) = rates(run);
     println!(
-        "round {round:>2} {:<11} first page {:>7.1} ms  fast done {:>7.1} ms  slow end {:>7.1} ms  \
-         final {:>7.1} ms  {:>9.0} rec/s {:>6.0} ev/s {:>6.1} MB/s  body {:>5.1} MB  \
+        "round {round:>2} {:<11} first page {:>7} ms  fast done {:>7} ms  slow end {:>7} ms  \
+         final {:>7.1} ms  {:>9.0} rec/s {:>6} ev/s {:>6.1} MB/s  body {:>5.1} MB  \
          result_count {}  cpu srv {:.0} ms cli+prov {:.0} ms  others {:.2}",
         scenario.name(),
-        opt_ms(run.first_page),
-        opt_ms(run.fast_done),
-        opt_ms(run.slow_terminal),
+        num(opt_ms(run.first_page), 1),
+        num(opt_ms(run.fast_done), 1),
+        num(opt_ms(run.slow_terminal), 1),
         ms(run.total),
         rps,
-        eps,
+        num(eps, 0),
         mbps,
         run.bytes as f64 / 1e6,
         run.result_count,
@@ -1022,7 +1060,7 @@ fn print_table(settings: &Settings, runs: &[(Scenario, Vec<Run>)]) {
         settings.slow_page.as_millis()
     );
     println!(
-        "{:<12} {:>8} {:>9} {:>9} {:>9} {:>8} {:>9} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
+        "{:<12} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>6} {:>6} {:>7} {:>6} {:>7} {:>8} {:>7} {:>6}",
         "scenario",
         "first ms",
         "fast ms",
@@ -1035,28 +1073,38 @@ fn print_table(settings: &Settings, runs: &[(Scenario, Vec<Run>)]) {
         "body MB",
         "events",
         "srv ms",
+        "srv×json",
         "cli ms",
         "others"
     );
     for (scenario, list) in runs {
         let total = med(list, &|r| ms(r.total));
-        let ratio = scenario
-            .baseline()
-            .map(|b| total / med(of(b), &|r| ms(r.total)));
+        let server = med(list, &|r| r.server_cpu_ms);
+        let baseline = scenario.baseline().map(of).unwrap_or(&[]);
+        let ratio = total / med(baseline, &|r| ms(r.total));
+        let server_ratio = server / med(baseline, &|r| r.server_cpu_ms);
         println!(
-            "{:<12} {:>8.1} {:>9.1} {:>9.1} {:>9.1} {:>8} {:>9.0} {:>7.0} {:>7.1} {:>7.1} {:>7.0} {:>8.0} {:>8.0} {:>6.2}",
+            "{:<12} {:>8} {:>8} {:>8} {:>8.1} {:>7} {:>8.0} {:>6} {:>6.1} {:>7.1} {:>6} {:>7.0} {:>8} {:>7.0} {:>6.2}",
             scenario.name(),
-            med(list, &|r| opt_ms(r.first_page)),
-            med(list, &|r| opt_ms(r.fast_done)),
-            med(list, &|r| opt_ms(r.slow_terminal)),
+            num(med(list, &|r| opt_ms(r.first_page)), 1),
+            num(med(list, &|r| opt_ms(r.fast_done)), 1),
+            num(med(list, &|r| opt_ms(r.slow_terminal)), 1),
             total,
-            ratio.map_or("-".to_owned(), |r| format!("{r:.2}")),
+            num(ratio, 2),
             med(list, &|r| rates(r).0),
-            med(list, &|r| rates(r).1),
+            num(med(list, &|r| rates(r).1), 0),
             med(list, &|r| rates(r).2),
             med(list, &|r| r.bytes as f64 / 1e6),
-            med(list, &|r| r.events as f64),
-            med(list, &|r| r.server_cpu_ms),
+            num(
+                med(list, &|r| if r.events == 0 {
+                    f64::NAN
+                } else {
+                    r.events as f64
+                }),
+                0
+            ),
+            server,
+            num(server_ratio, 2),
             med(list, &|r| r.client_cpu_ms),
             med(list, &|r| r.others),
         );
@@ -1065,12 +1113,12 @@ fn print_table(settings: &Settings, runs: &[(Scenario, Vec<Run>)]) {
         let counts: Vec<u64> = list.iter().map(|r| r.result_count).collect();
         println!(
             "{:<12} result_count {:?}, final response {:.1} MB, headers after {:.2} ms, \
-             final − last terminal {:.1} ms",
+             final − last terminal {} ms",
             scenario.name(),
             counts,
             med(list, &|r| r.final_bytes as f64 / 1e6),
             med(list, &|r| ms(r.headers)),
-            med(list, &|r| ms(r.total) - opt_ms(r.last_terminal)),
+            num(med(list, &|r| ms(r.total) - opt_ms(r.last_terminal)), 1),
         );
     }
 }
@@ -1131,7 +1179,9 @@ fn main() {
             let mut run = client_rt
                 .block_on(task)
                 .expect("the client task ran")
-                .unwrap_or_else(|_| panic!("{}: no final response in {HANG_LIMIT:?}", scenario.name()))
+                .unwrap_or_else(|_| {
+                    panic!("{}: no final response in {HANG_LIMIT:?}", scenario.name())
+                })
                 .unwrap_or_else(|why| panic!("{}: {why}", scenario.name()));
             let (server_ms, client_ms, others) = before.usage(&CpuSample::take());
             run.server_cpu_ms = server_ms;
