@@ -53,6 +53,10 @@ pub fn banner(addr: std::net::SocketAddr) -> String {
          curl -s -X POST {base}/tools/place_order -H 'content-type: application/json' -H 'X-Correlation-Id: demo-42' -i \\\n  \
          -d '{{\"customer_id\":\"c-100\",\"items\":[{{\"product\":\"SKU-1\",\"quantity\":2}}]}}'\n\
          \n\
+         A federated read streaming each source's pages (bos/source-results/v1), then one merged\n\
+         result (the archive source is slower than its timeout, so the result is partial):\n\
+         curl -N $MCP $H -d '{{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"tools/call\",\"params\":{{\"name\":\"find_people\",\"arguments\":{{\"query\":\"a\"}},\"_meta\":{{\"io.modelcontextprotocol/clientCapabilities\":{{\"experimental\":{{\"bos/source-results/v1\":{{}}}}}}}}}}}}'\n\
+         \n\
          Authentication: the demo tenant lets anonymous callers in (development only) and checks any\n\
          credential that is presented. With the demo API key, then a wrong one (401 + OAuth challenge):\n\
          curl -s {base}/tools -H 'authorization: Bearer {DEMO_API_KEY}'\n\
@@ -88,6 +92,8 @@ mod tests {
             "tools/call",
             "curl -N $MCP",
             "-X DELETE $MCP",
+            "curl -N $MCP $H",
+            "bos/source-results/v1",
         ] {
             assert!(banner.contains(needle), "{needle}");
         }
