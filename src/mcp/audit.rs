@@ -64,6 +64,18 @@ pub async fn record(
     .flatten();
     let request = logs_payloads.then(|| arguments(params)).flatten();
     let response = logs_payloads.then(|| result.cloned()).flatten();
+    let mut record = scope_record(scope, call_type, name)
+        .with_outcome(outcome_label, error_code)
+        .with_duration(started.elapsed());
+    record.request = request;
+    record.response = response;
+    record.tools_list = tools_list;
+    audit.record(record).await;
+}
+
+/// A record of `call_type` with the request's identity: tenant, client, caller, session, surface,
+/// execution and external correlation ids, and the tool (or resource URI, prompt name) it named.
+pub(crate) fn scope_record(scope: &Scope<'_>, call_type: CallType, tool: Option<&str>) -> Record {
     let mut record = Record::new(
         scope.surface,
         call_type,
@@ -71,21 +83,15 @@ pub async fn record(
         scope.client.into(),
         scope.caller.caller_id.clone(),
     )
-    .with_execution_id(scope.call.execution_id.as_str())
-    .with_outcome(outcome_label, error_code)
-    .with_duration(started.elapsed());
+    .with_execution_id(scope.call.execution_id.as_str());
     record.external_correlation_id = scope
         .call
         .external_correlation_id
         .as_ref()
         .map(|id| id.as_str().to_owned());
     record.session = scope.session.map(|id| id.encode().as_str().to_owned());
-    // The tool, resource URI or prompt name the call named.
-    record.tool = name.map(str::to_owned);
-    record.request = request;
-    record.response = response;
-    record.tools_list = tools_list;
-    audit.record(record).await;
+    record.tool = tool.map(str::to_owned);
+    record
 }
 
 /// The call's `arguments` as JSON bytes.

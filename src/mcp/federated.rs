@@ -42,6 +42,21 @@ pub struct FederatedCall {
     pub context: Option<Bytes>,
 }
 
+/// The query every source of `tool` receives: its plan validates and translates `arguments`
+/// (the safe message of a validation failure otherwise, for an `isError` result).
+pub(crate) fn source_query(
+    d: &Dispatcher,
+    tool: &CatalogTool,
+    policy: &crate::invoke::CorrelationPolicy,
+    call: &crate::invoke::CallContext,
+    arguments: &simd_json::BorrowedValue<'_>,
+) -> Result<String, std::borrow::Cow<'static, str>> {
+    d.invoker
+        .prepare(&tool.plan, policy, call, arguments)
+        .map(|request| request.uri().query().unwrap_or("").to_owned())
+        .map_err(|err| err.safe_message())
+}
+
 /// Whether the request opted into `bos/source-results/v1` (an object; `true` does not count).
 pub fn opted_in(params: Option<&Payload<'_>>) -> bool {
     super::meta::experimental_opt_in(params, SOURCE_RESULTS_EXTENSION)
@@ -151,20 +166,5 @@ impl Dispatcher {
 
 /// The `source_result_stream` audit record of a streamed read, finished when it ends.
 fn stream_record(scope: &Scope<'_>, tool: &str) -> Record {
-    let mut record = Record::new(
-        scope.surface,
-        CallType::SourceResultStream,
-        scope.tenant.into(),
-        scope.client.into(),
-        scope.caller.caller_id.clone(),
-    )
-    .with_execution_id(scope.call.execution_id.as_str())
-    .with_tool(tool);
-    record.external_correlation_id = scope
-        .call
-        .external_correlation_id
-        .as_ref()
-        .map(|id| id.as_str().to_owned());
-    record.session = scope.session.map(|id| id.encode().as_str().to_owned());
-    record
+    super::audit::scope_record(scope, CallType::SourceResultStream, Some(tool))
 }

@@ -130,12 +130,10 @@ pub(crate) async fn call(
             let policy =
                 CorrelationPolicy::from_model(&tool.correlation).map_err(|_| McpError::Internal)?;
             if matches!(tool.def.downstream, Downstream::Federated(_)) {
-                let query = match d
-                    .invoker
-                    .prepare(&tool.plan, &policy, scope.call, &arguments)
+                let query = match federated::source_query(d, tool, &policy, scope.call, &arguments)
                 {
-                    Ok(request) => request.uri().query().unwrap_or("").to_owned(),
-                    Err(err) => return Ok(Reply::Result(failure(d, scope, &err.safe_message()))),
+                    Ok(query) => query,
+                    Err(message) => return Ok(Reply::Result(failure(d, scope, &message))),
                 };
                 let call = FederatedCall {
                     tool: std::sync::Arc::clone(tool),

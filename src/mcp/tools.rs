@@ -122,12 +122,9 @@ pub(crate) async fn call(
     })?;
     if matches!(tool.def.downstream, Downstream::Federated(_)) {
         // The plan validates the arguments and turns them into the query every source gets.
-        let query = match d
-            .invoker
-            .prepare(&tool.plan, &policy, scope.call, &arguments)
-        {
-            Ok(request) => request.uri().query().unwrap_or("").to_owned(),
-            Err(err) => return Ok(Reply::Result(failure(d, scope, &err.safe_message()))),
+        let query = match federated::source_query(d, tool, &policy, scope.call, &arguments) {
+            Ok(query) => query,
+            Err(message) => return Ok(Reply::Result(failure(d, scope, &message))),
         };
         return Ok(federated::call(d, scope, raw_params, tool, query).await);
     }
