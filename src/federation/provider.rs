@@ -11,10 +11,9 @@ use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_LENGTH};
 use http::{Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Empty};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -187,20 +186,11 @@ impl std::fmt::Debug for ProviderClient {
 impl ProviderClient {
     /// Builds the pooled client. Needs no runtime until the first request.
     pub fn new(max_body_bytes: usize) -> Self {
-        let mut http = HttpConnector::new();
-        // The TLS wrapper needs `https` URIs to reach it.
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(PROVIDER_CONNECT_TIMEOUT));
-        let connector = HttpsConnectorBuilder::new()
-            .with_webpki_roots()
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(PROVIDER_MAX_IDLE_PER_HOST)
-            .pool_timer(TokioTimer::new())
-            .build(connector);
+        let client = crate::invoke::client::pooled_client(
+            PROVIDER_CONNECT_TIMEOUT,
+            None,
+            PROVIDER_MAX_IDLE_PER_HOST,
+        );
         Self {
             client,
             max_body_bytes,

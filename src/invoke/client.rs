@@ -151,6 +151,40 @@ pub struct InvokeOutput {
 
 type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
+/// A pooled HTTP/1.1 client for `http` and `https` (rustls, webpki roots) URLs: the one way
+/// sluice builds outbound clients (tool downstreams, federation providers). `idle` is both the
+/// TCP keep-alive and the pool's idle timeout when set. Needs no runtime until the first
+/// request.
+pub fn pooled_client<B>(
+    connect_timeout: Duration,
+    idle: Option<Duration>,
+    max_idle_per_host: usize,
+) -> Client<HttpsConnector<HttpConnector>, B>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+{
+    let mut http = HttpConnector::new();
+    // The TLS wrapper needs `https` URIs to reach it.
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(connect_timeout));
+    http.set_keepalive(idle);
+    let connector = HttpsConnectorBuilder::new()
+        .with_webpki_roots()
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    let mut builder = Client::builder(TokioExecutor::new());
+    if let Some(idle) = idle {
+        builder.pool_idle_timeout(idle);
+    }
+    builder
+        .pool_max_idle_per_host(max_idle_per_host)
+        .pool_timer(TokioTimer::new())
+        .build(connector)
+}
+
 /// Executes tool calls against downstreams. Build one and share it (`Arc<Invoker>`): it holds
 /// the connection pool.
 #[derive(Clone)]
@@ -173,22 +207,11 @@ impl std::fmt::Debug for Invoker {
 impl Invoker {
     /// Builds the client and its pool. Needs no runtime until the first call.
     pub fn new(config: InvokerConfig) -> Self {
-        let mut http = HttpConnector::new();
-        // The TLS wrapper needs `https` URIs to reach it.
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(config.connect_timeout));
-        http.set_keepalive(Some(config.idle_timeout));
-        let connector = HttpsConnectorBuilder::new()
-            .with_webpki_roots()
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(config.idle_timeout)
-            .pool_max_idle_per_host(config.max_idle_per_host)
-            .pool_timer(TokioTimer::new())
-            .build(connector);
+        let client = pooled_client(
+            config.connect_timeout,
+            Some(config.idle_timeout),
+            config.max_idle_per_host,
+        );
         let limiter = Arc::new(TenantLimiter::new(config.max_per_tenant));
         Self {
             client,
