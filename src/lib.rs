@@ -16,6 +16,10 @@
 //! - [`access`]: the gate every tenant-scoped request passes (Origin, tenant, credential, scopes).
 //! - [`audit`]: audit records and their bounded background writer.
 //! - [`metrics`]: the Prometheus registry behind `/metrics`.
+//! - [`federation`]: federated reads fanned out over provider sources, their source events and
+//!   the identity merge (`bos/source-results/v1`).
+//! - [`bos`]: the BOS platform pieces: contexts, signed context handles, platform tools, the
+//!   identity envelope.
 //! - [`admin`]: `POST /admin/reload`.
 //! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
 //! - [`server`]: the composition root that wires routes to surfaces and runs the listener.
