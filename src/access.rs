@@ -159,10 +159,15 @@ impl Access {
             message: err.to_string().into(),
         };
         let key_id = platform_key_id(&parts.headers);
-        let Some(owner) = key_id.and_then(|id| snapshot.key_owner(id)).cloned() else {
+        let owner = key_id
+            .and_then(|id| snapshot.key_owner(id))
+            .cloned()
+            .or_else(|| jwt_owner(&parts.headers, &snapshot));
+        let Some(owner) = owner else {
             let err = if key_id.is_some() || has_credential(&parts.headers) {
                 AuthError::Invalid {
-                    reason: "the platform endpoint takes an API key of a client application",
+                    reason: "the platform endpoint takes an API key, or a JWT whose issuer's \
+                             client_claim names a client application",
                 }
             } else {
                 AuthError::Missing
@@ -335,6 +340,39 @@ fn platform_key_id(headers: &http::HeaderMap) -> Option<&str> {
         .and_then(|v| v.strip_prefix("Bearer "))
         .or_else(|| headers.get(auth::X_API_KEY).and_then(|v| v.to_str().ok()))?;
     auth::apikey::parse(token.trim()).ok().map(|key| key.id)
+}
+
+/// The tenant and client application a bearer JWT names, read from its (not yet verified)
+/// payload: the issuer picks the tenant, the tenant's `client_claim` the client application.
+/// Only routing: the token is then verified in full against that client (signature, issuer,
+/// audience = the platform endpoint's URL, `client_claim`), so a forged payload routes nowhere
+/// useful.
+fn jwt_owner(headers: &http::HeaderMap, snapshot: &Snapshot) -> Option<crate::catalog::ClientKey> {
+    use base64::Engine as _;
+    let token = headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")?;
+    let mut segments = token.trim().split('.');
+    let (Some(_), Some(payload), Some(_), None) = (
+        segments.next(),
+        segments.next(),
+        segments.next(),
+        segments.next(),
+    ) else {
+        return None;
+    };
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&payload).ok()?;
+    let issuer = claims.get("iss")?.as_str()?;
+    let view = snapshot.jwt_client(issuer, |claim| claims.get(claim)?.as_str())?;
+    Some(crate::catalog::ClientKey {
+        tenant: Arc::clone(view.tenant_id()),
+        client: Arc::clone(view.client_id()),
+    })
 }
 
 fn has_credential(headers: &http::HeaderMap) -> bool {

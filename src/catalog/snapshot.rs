@@ -392,6 +392,22 @@ impl Snapshot {
         self.tenants.get(tenant).map(|t| &t.bos)
     }
 
+    /// The client application a JWT from `issuer` names with its tenant's `client_claim`
+    /// (`client_of` reads the claim from the token): how the BOS platform endpoint, whose path
+    /// names no tenant, finds one for a bearer token.
+    pub fn jwt_client<'c>(
+        &self,
+        issuer: &str,
+        client_of: impl Fn(&str) -> Option<&'c str>,
+    ) -> Option<&Arc<ClientView>> {
+        self.tenants.values().find_map(|tenant| {
+            let any = tenant.clients.values().next()?;
+            let jwt = any.auth().jwt.as_ref().filter(|jwt| jwt.issuer == issuer)?;
+            let client = client_of(jwt.client_claim.as_deref()?)?;
+            tenant.clients.get(client)
+        })
+    }
+
     /// The tenant and client application an API key id belongs to.
     pub fn key_owner(&self, key_id: &str) -> Option<&ClientKey> {
         self.key_owners.get(key_id)

@@ -66,10 +66,28 @@ struct Sluice {
     _stop: oneshot::Sender<()>,
 }
 
+const ISSUER: &str = "https://login.example.com/acme";
+
+fn rsa1() -> jsonwebtoken::EncodingKey {
+    let path =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/auth/rsa1.pem");
+    jsonwebtoken::EncodingKey::from_rsa_pem(&std::fs::read(path).expect("fixture")).expect("key")
+}
+
 async fn start() -> Sluice {
     let provider = provider().await;
     let alice = apikey::generate(PEPPER);
     let bob = apikey::generate(PEPPER);
+    let mut jwk =
+        jsonwebtoken::jwk::Jwk::from_encoding_key(&rsa1(), jsonwebtoken::Algorithm::RS256)
+            .expect("jwk");
+    jwk.common.key_id = Some("k1".to_owned());
+    let jwks = std::env::temp_dir().join(format!(
+        "sluice-it-bos-{}-{}.json",
+        std::process::id(),
+        alice.id
+    ));
+    std::fs::write(&jwks, json!({ "keys": [jwk] }).to_string()).expect("jwks");
     let text = format!(
         r#"
 [server]
@@ -78,6 +96,20 @@ bos_handle_secret = "a-handle-secret-of-at-least-32-bytes!"
 
 [[tenant]]
 id = "acme"
+
+[tenant.auth.jwt]
+issuer = "{ISSUER}"
+jwks_file = "{jwks}"
+algorithms = ["RS256"]
+client_claim = "azp"
+
+[[tenant.bos_context]]
+id = "carol-sales"
+caller = "jwt:{ISSUER}|carol"
+client = "agent"
+application_name = "CRM"
+installation_name = "US"
+role_label = "Analyst"
 
 [[tenant.client]]
 id = "agent"
@@ -140,6 +172,7 @@ toolset = "people"
         alice_hash = alice.hash_hex,
         bob_id = bob.id,
         bob_hash = bob.hash_hex,
+        jwks = jwks.display(),
     );
     let config = sluice::catalog::load::parse(&text, "test").expect("parses");
     let catalog = Arc::new(Catalog::from_config(&config).expect("valid"));
@@ -491,4 +524,57 @@ async fn bos_execute_streams_with_the_context_and_ends_with_the_identity_envelop
 
 fn result_of(answer: &Answer) -> Value {
     result(answer)
+}
+
+#[tokio::test]
+async fn a_jwt_names_its_tenant_and_client_on_the_platform() {
+    let s = start().await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let claims = |aud: String, azp: &str| {
+        json!({"iss": ISSUER, "sub": "carol", "aud": aud, "azp": azp,
+               "exp": now + 600, "iat": now})
+    };
+    let sign = |claims: &Value| {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some("k1".to_owned());
+        jsonwebtoken::encode(&header, claims, &rsa1()).expect("sign")
+    };
+    let platform = format!("http://{}{PLATFORM}", s.addr);
+    let token = sign(&claims(platform.clone(), "agent"));
+    let answer = post(
+        s.addr,
+        Some(&token),
+        &call("bos_list_contexts", json!({}), false, false),
+        false,
+    )
+    .await;
+    let contexts = result(&answer)["structuredContent"]["contexts"].clone();
+    assert_eq!(contexts.as_array().map(Vec::len), Some(1), "{contexts}");
+    assert_eq!(contexts[0]["role_label"], "Analyst");
+
+    // A token for another resource, or naming a client application that does not exist: 401.
+    let wrong_audience = sign(&claims(
+        format!("http://{}/runtime/acme/agent/mcp", s.addr),
+        "agent",
+    ));
+    let answer = post(
+        s.addr,
+        Some(&wrong_audience),
+        &call("bos_list_contexts", json!({}), false, false),
+        false,
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    let no_client = sign(&claims(platform, "nobody"));
+    let answer = post(
+        s.addr,
+        Some(&no_client),
+        &call("bos_list_contexts", json!({}), false, false),
+        false,
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
 }
