@@ -90,6 +90,7 @@ pub(crate) async fn call(
             let entries = view
                 .into_iter()
                 .flat_map(|view| view.tools().iter())
+                .filter(|tool| is_read_tool(tool))
                 .map(|tool| &tool.list_entry[..]);
             let mut out = BytesMut::with_capacity(4096);
             bos::tools::write_list_tools_entries(&mut out, &context_json, entries);
@@ -108,12 +109,13 @@ pub(crate) async fn call(
             let tool = scope
                 .snapshot
                 .client(scope.tenant, &context.client)
-                .and_then(|view| view.tool(tool_name));
+                .and_then(|view| view.tool(tool_name))
+                .filter(|tool| is_read_tool(tool));
             let Some(tool) = tool else {
                 return Ok(Reply::Result(failure(
                     d,
                     scope,
-                    &format!("Unknown tool in this context: {tool_name}"),
+                    &format!("Unknown read tool in this context: {tool_name}"),
                 )));
             };
             // "This extension grants no additional access": the tool's own scope still applies.
@@ -152,6 +154,18 @@ pub(crate) async fn call(
                 Ok(output) => envelope(d, scope.era, &context_json, &output.body, false),
                 Err(err) => failure(d, scope, &err.safe_message()),
             }))
+        }
+    }
+}
+
+/// Whether `tool` is a read the platform exposes: a federated read, or a REST call with `GET` or
+/// `HEAD` (the platform lists and executes read tools only; writes keep their own approval
+/// flows on the tenant's endpoints).
+fn is_read_tool(tool: &crate::catalog::CatalogTool) -> bool {
+    match &tool.def.downstream {
+        Downstream::Federated(_) => true,
+        Downstream::Rest(rest) => {
+            rest.method.eq_ignore_ascii_case("GET") || rest.method.eq_ignore_ascii_case("HEAD")
         }
     }
 }

@@ -164,6 +164,11 @@ name = "echo"
 description = "Echo."
 downstream = {{ kind = "rest", method = "GET", url = "http://{provider}/echo" }}
 
+[[tenant.toolset.tool]]
+name = "delete_person"
+description = "A write: not a platform read tool."
+downstream = {{ kind = "rest", method = "DELETE", url = "http://{provider}/echo" }}
+
 [[tenant.assignment]]
 client = "agent"
 toolset = "people"
@@ -510,16 +515,18 @@ async fn bos_execute_streams_with_the_context_and_ends_with_the_identity_envelop
         "bos-identity-mcp/v2"
     );
 
-    // A tool outside the context's client application: refused as a tool error.
-    let outside = json!({"context_handle": handle, "tool_name": "nope", "arguments": {}});
-    let answer = post(
-        s.addr,
-        Some(&s.alice.token),
-        &call("bos_execute", outside, false, false),
-        false,
-    )
-    .await;
-    assert_eq!(result_of(&answer)["isError"], true);
+    // A tool outside the context's client application, or a write: refused as tool errors.
+    for tool_name in ["nope", "delete_person"] {
+        let outside = json!({"context_handle": handle, "tool_name": tool_name, "arguments": {}});
+        let answer = post(
+            s.addr,
+            Some(&s.alice.token),
+            &call("bos_execute", outside, false, false),
+            false,
+        )
+        .await;
+        assert_eq!(result_of(&answer)["isError"], true, "{tool_name}");
+    }
 }
 
 fn result_of(answer: &Answer) -> Value {
