@@ -122,7 +122,8 @@ impl Access {
         let Some(view) = snapshot.client(&target.tenant, &target.client) else {
             return Err(unknown_client());
         };
-        let started = Instant::now();
+        // The auth duration is only audited, so the clock is read only when auditing.
+        let started = self.audit.is_enabled().then(Instant::now);
         let resource = || self.resource_url(&target.tenant, &target.client, endpoint);
         match self
             .authenticator
@@ -179,7 +180,8 @@ impl Access {
                 reason: "unknown api key",
             }));
         };
-        let started = Instant::now();
+        // The auth duration is only audited, so the clock is read only when auditing.
+        let started = self.audit.is_enabled().then(Instant::now);
         let resource = || prm::resource_url(&self.public_base, crate::bos::PLATFORM_PATH);
         match self
             .authenticator
@@ -308,11 +310,11 @@ impl Access {
         view: &ClientView,
         endpoint: Endpoint,
         err: &AuthError,
-        started: Instant,
+        started: Option<Instant>,
     ) {
-        if !self.audit.is_enabled() {
+        let Some(started) = started else {
             return;
-        }
+        };
         let mut record = Record::new(
             endpoint.surface(),
             CallType::AuthFailure,
@@ -387,9 +389,4 @@ pub fn unknown_client() -> Error {
         message: "unknown tenant or client application".into(),
         id: None,
     }
-}
-
-/// Microseconds since `started`, saturating.
-pub fn micros(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
 }

@@ -42,9 +42,7 @@ pub use id::{
     EncodedSessionId, IdHashBuilder, IdHasher, SessionId, SESSION_ID_BYTES, SESSION_ID_LEN,
 };
 pub use local::{LocalStore, SESSION_SHARDS};
-pub use record::{
-    Handshake, NewSession, Owner, OwnerKey, SessionInfo, SessionRecord, ANONYMOUS_CALLER,
-};
+pub use record::{Handshake, NewSession, Owner, OwnerKey, SessionInfo, SessionRecord};
 pub use store::SessionStore;
 
 /// Default idle timeout: a session no request has named for this long expires (404 after).

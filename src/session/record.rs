@@ -9,9 +9,6 @@ use tokio::time::Instant;
 
 use super::SessionId;
 
-/// The caller subject used until authentication lands.
-pub const ANONYMOUS_CALLER: &str = "anonymous";
-
 /// Who a request comes from: the tenant and client application of its path and the
 /// authenticated caller subject. A session answers only to the owner that opened it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +17,7 @@ pub struct Owner<'a> {
     pub tenant: &'a str,
     /// Client application id (path segment).
     pub client: &'a str,
-    /// Authenticated caller subject ([`ANONYMOUS_CALLER`] without authentication).
+    /// Authenticated caller subject (`anonymous` on a tenant that lets unauthenticated callers in).
     pub caller: &'a str,
 }
 
