@@ -21,6 +21,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
+    /// Runtime worker threads for `serve` and `demo` (default: one per core). `1` pins the
+    /// whole server to one scheduler thread, as the benchmarks run it.
+    #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
+    workers: Option<u16>,
     #[command(subcommand)]
     command: Command,
 }
@@ -92,7 +96,11 @@ fn main() -> anyhow::Result<ExitCode> {
             ExitCode::FAILURE
         });
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = cli.workers {
+        builder.worker_threads(usize::from(workers));
+    }
+    let runtime = builder
         .enable_all()
         .build()
         .context("building the tokio runtime")?;
