@@ -4,10 +4,12 @@
 //!
 //! With `--write-config FILE` it also writes the sluice configuration for it: the bundled demo
 //! configuration (`sluice::demo::config_text`) with `[server]` limits raised for the memory run
-//! (10,000 sessions and as many GET streams per tenant and instance), SSE preferred for clients
-//! that accept both media types (as rmcp answers), logs at `warn`, and with
-//! `[server] listen` set to `--sluice-listen`, or to a free loopback port it picks (printed as
-//! `sluice ADDR`). Runs until SIGINT/SIGTERM.
+//! (10,000 sessions and as many GET streams per tenant and instance), logs at `warn`,
+//! `prefer_sse = true` (a client accepting both media types, as the handshake era requires, is
+//! answered with SSE, as rmcp answers), and `[server] listen` set to `--sluice-listen` or to a
+//! free loopback port it picks (printed as `sluice ADDR`). `--write-json-config FILE` writes the
+//! same with `prefer_sse = false` on another free port (printed as `sluice-json ADDR`): the
+//! instance whose answers are JSON for the same requests. Runs until SIGINT/SIGTERM.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -31,15 +33,15 @@ struct Cli {
     /// The `[server] listen` of the written configuration (default: a free 127.0.0.1 port).
     #[arg(long)]
     sluice_listen: Option<SocketAddr>,
+    /// Write the same configuration with `prefer_sse = false` to FILE, on a free port.
+    #[arg(long)]
+    write_json_config: Option<PathBuf>,
 }
 
 /// `[server]` settings the benchmark needs beyond the demo's: room for 10,000 idle sessions, each
 /// with a GET stream on a connection of its own, plus the connections that opened them; sessions
-/// that outlive a long hold. And `prefer_sse`: a client that accepts JSON and SSE alike (as the
-/// handshake era requires) gets SSE, as rmcp answers it; JSON answers are then measured with
-/// `Accept: application/json` alone.
+/// that outlive a long hold.
 const SERVER_OVERRIDES: &str = "\
-prefer_sse = true
 max_sessions_per_tenant = 50000
 max_connections = 50000
 max_streams_per_session = 8
@@ -58,19 +60,29 @@ fn main() -> anyhow::Result<()> {
                 Some(addr) => addr,
                 None => free_port().await?,
             };
-            std::fs::write(path, config(&base, listen)?)
-                .with_context(|| format!("writing {}", path.display()))?;
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "sluice {listen}")?;
-            out.flush()?;
+            write(path, &config(&base, listen, true)?, "sluice", listen)?;
+        }
+        if let Some(path) = &cli.write_json_config {
+            let listen = free_port().await?;
+            write(path, &config(&base, listen, false)?, "sluice-json", listen)?;
         }
         sluice::demo::serve_api(listener, sluice_e2e_peers::shutdown_signal()?).await;
         Ok(())
     })
 }
 
-/// The demo configuration for the API at `base`, sluice listening on `listen`.
-fn config(base: &str, listen: SocketAddr) -> anyhow::Result<String> {
+/// Writes `text` to `path`, then announces `NAME ADDR` on stdout.
+fn write(path: &PathBuf, text: &str, name: &str, listen: SocketAddr) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{name} {listen}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The demo configuration for the API at `base`, sluice listening on `listen`, preferring SSE
+/// answers or not.
+fn config(base: &str, listen: SocketAddr, prefer_sse: bool) -> anyhow::Result<String> {
     let text = sluice::demo::config_text(base);
     let mut out = String::with_capacity(text.len() + 512);
     let mut in_server = false;
@@ -89,6 +101,7 @@ fn config(base: &str, listen: SocketAddr) -> anyhow::Result<String> {
             out.push_str(&format!("listen = \"{listen}\"\n"));
             out.push_str("log = { level = \"warn\" }\n");
             out.push_str(SERVER_OVERRIDES);
+            out.push_str(&format!("prefer_sse = {prefer_sse}\n"));
             done = true;
         }
     }
@@ -114,7 +127,8 @@ mod tests {
     #[test]
     fn the_written_configuration_has_the_overrides_and_is_valid() {
         let listen: std::net::SocketAddr = "127.0.0.1:4567".parse().expect("an address");
-        let text = super::config("http://127.0.0.1:9", listen).expect("a valid configuration");
+        let text =
+            super::config("http://127.0.0.1:9", listen, true).expect("a valid configuration");
         let parsed = sluice::catalog::load::parse(&text, "test").expect("parses");
         let server = &parsed.server;
         assert_eq!(server.listen, "127.0.0.1:4567");
@@ -124,5 +138,8 @@ mod tests {
         assert_eq!(server.log.level, "warn");
         assert!(text.contains("http://127.0.0.1:9/crm/customers/"));
         assert_eq!(text.matches("listen =").count(), 1);
+        let json = super::config("http://127.0.0.1:9", listen, false).expect("valid");
+        let parsed = sluice::catalog::load::parse(&json, "test").expect("parses");
+        assert!(!parsed.server.prefer_sse);
     }
 }
