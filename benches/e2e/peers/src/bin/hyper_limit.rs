@@ -107,12 +107,7 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async move {
         let listener = sluice_e2e_peers::bind(cli.common.listen).await?;
         let stop = sluice_e2e_peers::shutdown_signal()?;
-        sluice_e2e_peers::serve(
-            listener,
-            move |req| answer(req, session_id.clone()),
-            stop,
-        )
-        .await;
+        sluice_e2e_peers::serve(listener, move |req| answer(req, session_id.clone()), stop).await;
         Ok(())
     })
 }
@@ -196,10 +191,21 @@ mod tests {
 
     #[test]
     fn the_id_is_echoed_as_written() {
-        let id = |body: &str| request_id(body.as_bytes()).map(|b| String::from_utf8_lossy(b).into_owned());
-        assert_eq!(id(r#"{"jsonrpc":"2.0","id":42,"method":"ping"}"#).as_deref(), Some("42"));
-        assert_eq!(id(r#"{"jsonrpc":"2.0","id": "a-1","method":"ping"}"#).as_deref(), Some("\"a-1\""));
-        assert_eq!(id(r#"{"jsonrpc":"2.0","method":"ping","id":7 }"#).as_deref(), Some("7"));
+        let id = |body: &str| {
+            request_id(body.as_bytes()).map(|b| String::from_utf8_lossy(b).into_owned())
+        };
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0","id":42,"method":"ping"}"#).as_deref(),
+            Some("42")
+        );
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0","id": "a-1","method":"ping"}"#).as_deref(),
+            Some("\"a-1\"")
+        );
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0","method":"ping","id":7 }"#).as_deref(),
+            Some("7")
+        );
         assert_eq!(id(r#"{"jsonrpc":"2.0","method":"ping"}"#), None);
         assert_eq!(id(r#"{"id":"#), None);
         assert_eq!(id(r#"{"id":"unterminated}"#), None);

@@ -220,13 +220,9 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async move {
         let api = Api::new(&cli.api)?;
         // rmcp's defaults otherwise (loopback Host check, 15 s SSE keep-alive, priming events).
-        let config =
-            StreamableHttpServerConfig::default().with_legacy_session_mode(!cli.stateless);
-        let service: StreamableHttpService<Peer, LocalSessionManager> = StreamableHttpService::new(
-            move || Ok(Peer::new(api.clone())),
-            Arc::default(),
-            config,
-        );
+        let config = StreamableHttpServerConfig::default().with_legacy_session_mode(!cli.stateless);
+        let service: StreamableHttpService<Peer, LocalSessionManager> =
+            StreamableHttpService::new(move || Ok(Peer::new(api.clone())), Arc::default(), config);
         let listener = sluice_e2e_peers::bind(cli.common.listen).await?;
         let stop = sluice_e2e_peers::shutdown_signal()?;
         sluice_e2e_peers::serve(
