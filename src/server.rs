@@ -299,7 +299,11 @@ pub async fn serve(
     });
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(handle(&state, req).await) }
+        // Boxed: hyper keeps a connection's in-flight slot, sized for this future, for the
+        // connection's whole life, so the ~7 KB `handle` state machine inline would be paid by
+        // every idle connection, GET streams included (benches/e2e/memory.sh); the price is
+        // one allocation per request.
+        async move { Ok::<_, Infallible>(Box::pin(handle(&state, req)).await) }
     });
     let result = server::run(listener, &config.limits, drain, service, shutdown).await;
     list_changed.abort();
