@@ -54,7 +54,7 @@ enum Command {
         listen: SocketAddr,
     },
     /// Load-test an MCP server over Streamable HTTP (any server: sluice, rmcp, the SDKs).
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// API keys.
     Key {
         #[command(subcommand)]
@@ -293,7 +293,7 @@ async fn demo(listen: SocketAddr) -> anyhow::Result<()> {
 }
 
 /// `sluice bench` and `sluice bench idle`.
-async fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+async fn bench(args: Box<BenchArgs>) -> anyhow::Result<ExitCode> {
     use sluice::bench;
     if let Some(BenchCommand::Idle {
         url,

@@ -473,7 +473,7 @@ fn parse_args(text: &str) -> Result<String, SettingsError> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| SettingsError::Args(e.to_string()))?;
     if !value.is_object() {
-        return Err(SettingsError::Args(format!("{text}")));
+        return Err(SettingsError::Args(text.to_owned()));
     }
     serde_json::to_string(&value).map_err(|e| SettingsError::Args(e.to_string()))
 }
