@@ -296,7 +296,7 @@ pub async fn open_session(
     *request.method_mut() = HttpMethod::POST;
     *request.uri_mut() = wire::request_uri(settings);
     *request.headers_mut() = wire::base_headers(settings);
-    reader.set_tool_call(false);
+    reader.set_mode(false, true);
     let answer = exchange(sender, request, reader, 0).await?;
     verdict(&answer, reader)?;
     let version = reader

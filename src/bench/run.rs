@@ -188,7 +188,7 @@ async fn client(shared: Arc<Shared>, slot: Arc<Slot>) -> (Recorder, Instant) {
             }
         }
         let request = template.build(id, &mut body);
-        reader.set_tool_call(tool_call);
+        reader.set_mode(tool_call, false);
         let (outcome, latency) = slot.exchange(settings, request, &mut reader, id).await;
         let (result, framing) = match outcome {
             // Framing counts only for answers that are 200s.

@@ -468,7 +468,10 @@ pub struct AnswerReader {
     /// Answers are `tools/call` results (`isError` is checked).
     tool_call: bool,
     verdict: Verdict,
-    /// The SSE message the verdict came from.
+    /// Keep the SSE message the verdict came from (set-up steps read it; the load loop does not,
+    /// so the buffer's space comes back for the next answer).
+    keep_final: bool,
+    /// The SSE message the verdict came from, when kept.
     last: Option<Bytes>,
     /// Body bytes of the current answer.
     pub bytes: u64,
@@ -485,6 +488,7 @@ impl Default for AnswerReader {
             id: IdText::new(0),
             tool_call: false,
             verdict: Verdict::Other,
+            keep_final: false,
             last: None,
             bytes: 0,
             events: 0,
@@ -493,9 +497,11 @@ impl Default for AnswerReader {
 }
 
 impl AnswerReader {
-    /// Sets whether answers are `tools/call` results (checked for `"isError": true`).
-    pub fn set_tool_call(&mut self, tool_call: bool) {
+    /// Sets whether answers are `tools/call` results (checked for `"isError": true`) and
+    /// whether the final message is kept for [`AnswerReader::final_message`].
+    pub fn set_mode(&mut self, tool_call: bool, keep_final: bool) {
         self.tool_call = tool_call;
+        self.keep_final = keep_final;
     }
 
     /// Starts reading the answer to request `id`.
@@ -532,7 +538,7 @@ impl AnswerReader {
                         && event.event_type() == b"message"
                     {
                         self.verdict = judge(&event.data, self.id.as_bytes(), self.tool_call);
-                        if self.verdict != Verdict::Other {
+                        if self.keep_final && self.verdict != Verdict::Other {
                             self.last = Some(event.data);
                         }
                     }
@@ -560,8 +566,8 @@ impl AnswerReader {
         }
     }
 
-    /// The answer's final message (after [`AnswerReader::finish`]), for set-up steps that read
-    /// a field of it.
+    /// The answer's final message (after [`AnswerReader::finish`]; SSE answers only when kept,
+    /// see [`AnswerReader::set_mode`]), for set-up steps that read a field of it.
     pub fn final_message(&self) -> Option<&[u8]> {
         match self.framing {
             Framing::Json => Some(&self.buf),
