@@ -338,7 +338,8 @@ async fn bench(args: Box<BenchArgs>) -> anyhow::Result<ExitCode> {
     })?;
     let stop = settings.stop;
     let json = settings.json.clone();
-    let report = bench::run(settings).await?;
+    // Ctrl-C or SIGTERM ends the run early with the report of what was counted.
+    let report = bench::run_until(settings, shutdown_signal()?).await?;
     // With `--json -` stdout carries only the JSON; the summary goes to stderr.
     match json.as_deref() {
         Some(path) if path.as_os_str() == "-" => eprint!("{}", report.summary(stop)),

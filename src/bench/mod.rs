@@ -25,7 +25,7 @@ pub mod wire;
 
 pub use idle::{idle, Held};
 pub use report::Report;
-pub use run::run;
+pub use run::{run, run_until};
 pub use settings::{Flags, IdleFlags, IdleSettings, Settings, SettingsError};
 
 /// Why a bench could not run.

@@ -5,7 +5,7 @@
 //! Owns what is counted and when a run stops. Must not build request bytes or judge answers
 //! (that is `wire`), nor format results (that is `report`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,12 +40,22 @@ struct Shared {
     live: Arc<Live>,
     /// Counted requests started (the `--requests` budget).
     started: AtomicU64,
+    /// Set when the caller's stop future resolves (Ctrl-C): no new request starts.
+    stopping: AtomicBool,
     ready: Barrier,
     window: watch::Receiver<Option<Window>>,
 }
 
 /// Runs the load described by `settings` and returns what it measured.
 pub async fn run(settings: Settings) -> Result<Report, BenchError> {
+    run_until(settings, std::future::pending()).await
+}
+
+/// [`run`], ending early (with the report of what was counted so far) when `stop` resolves.
+pub async fn run_until(
+    settings: Settings,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<Report, BenchError> {
     // Fail clearly when nothing listens, rather than reporting a run of connect errors.
     tokio::time::timeout(
         settings.timeout,
@@ -60,6 +70,7 @@ pub async fn run(settings: Settings) -> Result<Report, BenchError> {
         histogram: Arc::new(Mutex::new(report::histogram(settings.timeout))),
         live: Arc::new(Live::default()),
         started: AtomicU64::new(0),
+        stopping: AtomicBool::new(false),
         ready: Barrier::new(settings.clients + 1),
         window: window_rx,
         settings,
@@ -74,6 +85,13 @@ pub async fn run(settings: Settings) -> Result<Report, BenchError> {
         })
         .collect();
 
+    let stopper = {
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            stop.await;
+            shared.stopping.store(true, Ordering::Relaxed);
+        })
+    };
     shared.ready.wait().await;
     let start = Instant::now();
     let measure = start + shared.settings.warmup;
@@ -114,6 +132,7 @@ pub async fn run(settings: Settings) -> Result<Report, BenchError> {
             Err(join) => failure = Some(join.to_string()),
         }
     }
+    stopper.abort();
     if let Some(task) = progress {
         task.abort();
         Progress::default().finish();
@@ -161,7 +180,7 @@ async fn client(shared: Arc<Shared>, slot: Arc<Slot>) -> (Recorder, Instant) {
     let mut id: u64 = 1;
     loop {
         let now = Instant::now();
-        if window.end.is_some_and(|end| now >= end) {
+        if window.end.is_some_and(|end| now >= end) || shared.stopping.load(Ordering::Relaxed) {
             break;
         }
         let counted = now >= window.measure;

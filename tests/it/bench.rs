@@ -390,6 +390,41 @@ async fn the_binary_writes_json_results_and_progress() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--tool"));
 }
 
+/// Ctrl-C ends a long run early and still reports what was counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_ends_a_run_early_with_its_report() {
+    let demo = Demo::start().await;
+    let child = sluice_bin()
+        .args([
+            "bench",
+            "--url",
+            &demo.url(),
+            "--clients",
+            "2",
+            "--duration",
+            "120s",
+        ])
+        .args(["--warmup", "0s", "--quiet", "--json", "-"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let pid = child.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("exits soon after SIGINT")
+        .unwrap();
+    assert!(out.status.success(), "{}", out.status);
+    let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(results["ok"].as_u64().unwrap() > 0, "{results}");
+    assert!(results["duration_s"].as_f64().unwrap() < 60.0, "{results}");
+}
+
 /// `bench idle` opens the sessions and streams, says `ready` once they are all open (the server
 /// counts them), holds them, and on SIGTERM deletes the sessions and exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
