@@ -263,6 +263,13 @@ pub struct Scan<'a> {
 /// (as far as skipping values needs: strings, nesting and scalars' extent are checked, scalars'
 /// content is not).
 pub fn scan(text: &[u8]) -> Option<Scan<'_>> {
+    scan_with(text, true)
+}
+
+/// [`scan`]; without `need_result`, stops at a `result` member that follows the `id` (its
+/// value, left empty, is not walked: a large result costs nothing to judge when the server
+/// writes the id first, as servers do).
+fn scan_with(text: &[u8], need_result: bool) -> Option<Scan<'_>> {
     let mut found = Scan::default();
     let mut at = skip_ws(text, 0);
     if text.get(at) != Some(&b'{') {
@@ -283,6 +290,10 @@ pub fn scan(text: &[u8]) -> Option<Scan<'_>> {
             return None;
         }
         let value_start = skip_ws(text, at + 1);
+        if !need_result && key == b"result" && found.id.is_some() && !found.method {
+            found.result = Some(&text[value_start..value_start]);
+            return Some(found);
+        }
         let value_end = skip_value(text, value_start)?;
         let value = &text[value_start..value_end];
         match key {
@@ -407,7 +418,7 @@ pub enum Verdict {
 /// Judges one JSON-RPC message against the request's id; with `tool_call`, a result with
 /// `"isError": true` is an error of kind [`ErrorKind::Tool`].
 pub fn judge(message: &[u8], id: &[u8], tool_call: bool) -> Verdict {
-    let Some(scan) = scan(message) else {
+    let Some(scan) = scan_with(message, tool_call) else {
         return Verdict::Err(ErrorKind::Protocol);
     };
     if scan.method || scan.id.is_none_or(|got| got != id) {
@@ -637,6 +648,22 @@ mod tests {
             judge(br#"{"id":7,"result":{"isError":true}}"#, b"7", false),
             Verdict::Ok,
             "isError is only looked at for tools/call"
+        );
+        // Outside tools/call a result after the id is not walked; before the id it is.
+        let fast = |m: &str| judge(m.as_bytes(), b"7", false);
+        assert_eq!(
+            fast(r#"{"jsonrpc":"2.0","id":7,"result":{"big":[1,2,"#),
+            Verdict::Ok
+        );
+        assert_eq!(fast(r#"{"id":8,"result":{}}"#), Verdict::Other);
+        assert_eq!(fast(r#"{"result":{},"id":7}"#), Verdict::Ok);
+        assert_eq!(
+            fast(r#"{"result":{"a":[},"id":7}"#),
+            Verdict::Err(ErrorKind::Protocol)
+        );
+        assert_eq!(
+            fast(r#"{"id":7,"error":{"code":-32000,"message":"m"}}"#),
+            Verdict::Err(ErrorKind::JsonRpc(-32000))
         );
     }
 
