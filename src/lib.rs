@@ -22,6 +22,7 @@
 //!   identity envelope.
 //! - [`admin`]: `POST /admin/reload`.
 //! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
+//! - [`bench`]: `sluice bench`, the MCP load generator and idle-session hold (a client only).
 //! - [`server`]: the composition root that wires routes to surfaces and runs the listener.
 //!
 //! `main.rs` only parses flags, builds the configuration, binds a listener and calls [`serve`].
@@ -30,6 +31,7 @@ pub mod access;
 pub mod admin;
 pub mod audit;
 pub mod auth;
+pub mod bench;
 pub mod bos;
 pub mod catalog;
 pub mod demo;

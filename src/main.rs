@@ -2,7 +2,8 @@
 //!
 //! Nothing else lives here: no request handling, no configuration semantics beyond flags.
 //! Subcommands: `serve --config FILE` (production), `check --config FILE` (validation, exit 0/1),
-//! `demo` (the bundled demo configuration over demo APIs on loopback).
+//! `demo` (the bundled demo configuration over demo APIs on loopback), `bench` (the MCP load
+//! generator, `sluice::bench`) and `bench idle` (its hold mode).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -52,6 +53,8 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
     },
+    /// Load-test an MCP server over Streamable HTTP (any server: sluice, rmcp, the SDKs).
+    Bench(Box<BenchArgs>),
     /// API keys.
     Key {
         #[command(subcommand)]
@@ -69,6 +72,98 @@ enum KeyCommand {
         /// A configuration whose `[server] api_key_pepper` to use.
         #[arg(long)]
         config: Option<PathBuf>,
+    },
+}
+
+/// `sluice bench` flags (see `sluice::bench::settings` for their meaning and defaults).
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+    /// The MCP endpoint, e.g. http://127.0.0.1:8080/runtime/demo/agent/mcp.
+    #[arg(long, required = true)]
+    url: Option<String>,
+    /// `handshake` (2025-11-25 sessions) or `stateless` (2026-07-28 envelope). Default handshake.
+    #[arg(long)]
+    era: Option<String>,
+    /// `ping`, `tools/list` or `tools/call`. Default ping.
+    #[arg(long)]
+    method: Option<String>,
+    /// The tool of `tools/call`.
+    #[arg(long)]
+    tool: Option<String>,
+    /// The arguments of `tools/call`, a JSON object (default `{}`).
+    #[arg(long)]
+    args: Option<String>,
+    /// Members added to every request's `params._meta`, a JSON object (e.g. client capabilities
+    /// opting into `bos/source-results/v1`).
+    #[arg(long)]
+    meta: Option<String>,
+    /// Concurrent virtual clients (default 16).
+    #[arg(long)]
+    clients: Option<usize>,
+    /// TCP connections the clients share round-robin (default: one per client).
+    #[arg(long)]
+    connections: Option<usize>,
+    /// HTTP/1.1 (the default).
+    #[arg(long, conflicts_with = "h2")]
+    http1: bool,
+    /// Prior-knowledge h2c: clients sharing a connection multiplex streams.
+    #[arg(long)]
+    h2: bool,
+    /// Counted time window, e.g. 10s (default 10s).
+    #[arg(long, conflicts_with = "requests")]
+    duration: Option<String>,
+    /// Counted requests across all clients (instead of a window).
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Uncounted warm-up (default 1s for a window, none for --requests).
+    #[arg(long)]
+    warmup: Option<String>,
+    /// `sse`, `json` or `both` (default both).
+    #[arg(long)]
+    accept: Option<String>,
+    /// An extra header, 'Name: value' (repeatable).
+    #[arg(long = "header")]
+    headers: Vec<String>,
+    /// Write the results as JSON to FILE (`-` = stdout).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(long)]
+    quiet: bool,
+    /// Per-request timeout (default 10s).
+    #[arg(long)]
+    timeout: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Open N idle sessions (and GET streams), print `ready sessions=N streams=S`, hold them,
+    /// then delete them: for measuring a server's memory.
+    Idle {
+        /// The MCP endpoint.
+        #[arg(long)]
+        url: String,
+        /// Sessions to open.
+        #[arg(long)]
+        sessions: usize,
+        /// Open one GET stream per session too, each on its own connection.
+        #[arg(long)]
+        streams: bool,
+        /// Keep-alive connections the sessions are opened over (default 64).
+        #[arg(long)]
+        connections: Option<usize>,
+        /// How long to hold (default 60s); SIGINT/SIGTERM end it early.
+        #[arg(long)]
+        hold: Option<String>,
+        /// An extra header, 'Name: value' (repeatable).
+        #[arg(long = "header")]
+        headers: Vec<String>,
+        /// Per-request timeout while opening (default 10s).
+        #[arg(long)]
+        timeout: Option<String>,
     },
 }
 
@@ -107,6 +202,7 @@ fn main() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { config, listen } => runtime.block_on(serve(&config, listen))?,
         Command::Demo { listen } => runtime.block_on(demo(listen))?,
+        Command::Bench(args) => return runtime.block_on(bench(args)),
         Command::Check { .. } | Command::Key { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
@@ -194,6 +290,65 @@ async fn demo(listen: SocketAddr) -> anyhow::Result<()> {
         println!("{}", sluice::demo::banner(addr));
     })
     .await
+}
+
+/// `sluice bench` and `sluice bench idle`.
+async fn bench(args: Box<BenchArgs>) -> anyhow::Result<ExitCode> {
+    use sluice::bench;
+    if let Some(BenchCommand::Idle {
+        url,
+        sessions,
+        streams,
+        connections,
+        hold,
+        headers,
+        timeout,
+    }) = args.command
+    {
+        let settings = bench::IdleSettings::from_flags(bench::IdleFlags {
+            url,
+            sessions,
+            streams,
+            connections,
+            hold,
+            headers,
+            timeout,
+        })?;
+        bench::idle(settings, shutdown_signal()?).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let settings = bench::Settings::from_flags(bench::Flags {
+        url: args.url.unwrap_or_default(),
+        era: args.era,
+        method: args.method,
+        tool: args.tool,
+        args: args.args,
+        meta: args.meta,
+        clients: args.clients,
+        connections: args.connections,
+        h2: args.h2,
+        duration: args.duration,
+        requests: args.requests,
+        warmup: args.warmup,
+        accept: args.accept,
+        headers: args.headers,
+        json: args.json,
+        quiet: args.quiet,
+        timeout: args.timeout,
+    })?;
+    let stop = settings.stop;
+    let json = settings.json.clone();
+    // Ctrl-C or SIGTERM ends the run early with the report of what was counted.
+    let report = bench::run_until(settings, shutdown_signal()?).await?;
+    // With `--json -` stdout carries only the JSON; the summary goes to stderr.
+    match json.as_deref() {
+        Some(path) if path.as_os_str() == "-" => eprint!("{}", report.summary(stop)),
+        _ => print!("{}", report.summary(stop)),
+    }
+    if let Some(path) = json {
+        bench::write_json(&report, &path)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Binds, announces, serves until SIGINT/SIGTERM, drains.

@@ -1,6 +1,7 @@
 //! The integration test binary: one module per topic, all over real sockets on 127.0.0.1.
 
 mod auth;
+mod bench;
 mod bos;
 mod catalog;
 mod cli;
