@@ -4,6 +4,7 @@ mod auth;
 mod bos;
 mod catalog;
 mod cli;
+mod cluster;
 mod federation;
 mod http;
 mod invoke;
