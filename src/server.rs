@@ -525,7 +525,14 @@ fn cluster_task(
         tokio::pin!(drained);
         loop {
             tokio::select! {
-                () = &mut drained => return,
+                () = &mut drained => {
+                    // This instance's streams end with the drain: release their registrations
+                    // now rather than leave them to expire.
+                    if let Err(err) = backplane.sync(Vec::new()).await {
+                        tracing::debug!(%err, "stream holder registrations left to expire");
+                    }
+                    return;
+                }
                 _ = tick.tick() => {
                     if unannounced {
                         unannounced = !announce(&backplane, &mut applied).await;

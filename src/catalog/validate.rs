@@ -162,7 +162,7 @@ pub fn is_valid_id(id: &str) -> bool {
 
 /// `[cluster]`: a Redis URL the client can use, and limits that make sense.
 fn check_cluster(report: &mut Report, cluster: &super::model::ClusterSettings) {
-    let loc = Loc::root().with("cluster", "");
+    let loc = Loc::root().with("section", "cluster");
     if let Some(url) = &cluster.redis_url {
         let scheme_ok = url.starts_with("redis://")
             || url.starts_with("rediss://")
@@ -801,6 +801,25 @@ id = "crm"
         assert!(is_valid_tool_name(&"a".repeat(128)));
         assert!(!is_valid_tool_name(&"a".repeat(129)));
         assert!(!is_valid_tool_name("a b"));
+    }
+
+    #[test]
+    fn cluster_settings() {
+        check(
+            "[cluster]\nredis_url = \"redis://127.0.0.1:6379/0\"\nexpected_instances = 3\n",
+            &[],
+        );
+        check(
+            "[cluster]\nredis_url = \"http://user:secret@h\"\nkey_prefix = \"\"\n\
+             expected_instances = 0\ncommand_timeout_ms = 0\nholder_ttl_secs = 2\n",
+            &[
+                "section 'cluster': redis_url must start with redis://, rediss://, redis+unix:// or unix://",
+                "section 'cluster': key_prefix must not be empty",
+                "section 'cluster': expected_instances must be at least 1",
+                "section 'cluster': command_timeout_ms must be at least 1",
+                "section 'cluster': holder_ttl_secs must be at least 3 (registrations are refreshed every third of it)",
+            ],
+        );
     }
 
     #[test]
