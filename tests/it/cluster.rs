@@ -10,8 +10,9 @@
 //! Covers: a session walked across instances (initialize on A, call on B, stream on C, DELETE
 //! on A), the per-tenant cap under concurrent initializes on all three, a legacy `/messages`
 //! response routed to the instance holding the `/sse` stream, list_changed fan-out after a
-//! reload on one instance, a holder shut down mid-stream, Redis restarted mid-test, and
-//! cross-caller isolation on every path of every instance.
+//! reload on one instance, a holder shut down mid-stream, Redis restarted mid-test,
+//! cross-caller isolation on every path of every instance, and the refused start when Redis
+//! does not answer.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -85,7 +86,7 @@ async fn redis_or_skip(test: &str) -> Option<(String, String)> {
     Some((url, prefix))
 }
 
-/// Deletes every key under `prefix`, and checks none is left.
+/// Deletes every key under `prefix`, and checks nothing re-created any.
 async fn cleanup(url: &str, prefix: &str) {
     let client = redis::Client::open(url).expect("url");
     let mut connection = client
@@ -105,6 +106,15 @@ async fn cleanup(url: &str, prefix: &str) {
             .await
             .expect("del");
     }
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut connection)
+        .await
+        .expect("keys");
+    assert!(
+        left.is_empty(),
+        "stopped instances left keys behind: {left:?}"
+    );
 }
 
 /// A `redis-server` of this test's own, on a free port, without persistence.
@@ -386,11 +396,33 @@ impl Cluster {
         std::fs::write(&self.file, text).expect("rewrite");
     }
 
+    /// Stops every instance, then deletes the test's keys (and checks none is left).
     async fn finish(mut self) {
         for node in &mut self.nodes {
             node.shutdown().await;
         }
         cleanup(&self.url, &self.prefix).await;
+    }
+}
+
+impl Drop for Cluster {
+    /// Also on a failed test: stop the instances and delete the test's keys and files, so a
+    /// failure leaves nothing behind either (holder keys an instance refreshed meanwhile expire
+    /// within the test's holder TTL).
+    fn drop(&mut self) {
+        self.nodes.clear();
+        if let Ok(client) = redis::Client::open(self.url.as_str()) {
+            if let Ok(mut connection) = client.get_connection_with_timeout(Duration::from_secs(2)) {
+                let keys: Vec<String> = redis::cmd("KEYS")
+                    .arg(format!("sluice:{}:*", self.prefix))
+                    .query(&mut connection)
+                    .unwrap_or_default();
+                if !keys.is_empty() {
+                    let _: redis::RedisResult<i64> =
+                        redis::cmd("DEL").arg(&keys).query(&mut connection);
+                }
+            }
+        }
         if let Some(dir) = self.file.parent() {
             let _ = std::fs::remove_dir_all(dir);
         }
@@ -997,6 +1029,36 @@ async fn another_callers_session_id_is_unknown_on_every_path_of_every_instance()
     assert_eq!(reply.status, StatusCode::NO_CONTENT);
     assert!(stream.ends().await);
     cluster.finish().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_refuses_the_start_with_a_clear_error() {
+    // A port nothing listens on (bound, then released).
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        listener.local_addr().expect("addr").port()
+    };
+    let config = ServeConfig {
+        cluster: Some(RedisConfig {
+            command_timeout: Duration::from_millis(300),
+            ..RedisConfig::new(format!("redis://127.0.0.1:{port}"))
+        }),
+        ..ServeConfig::default()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let outcome = tokio::time::timeout(
+        GUARD,
+        sluice::serve(listener, config, std::future::pending()),
+    )
+    .await
+    .expect("serve gave up instead of waiting");
+    let err = outcome.expect_err("no silent fallback to process-local sessions");
+    let text = err.to_string();
+    assert!(text.contains("redis_url"), "{text}");
+    assert!(text.contains("refusing to start"), "{text}");
+    // Nothing is served.
+    assert!(TcpStream::connect(addr).await.is_err());
 }
 
 #[test]
