@@ -269,8 +269,13 @@ async fn serve(path: &Path, listen: Option<SocketAddr>) -> anyhow::Result<()> {
                 .with_context(|| format!("[server] listen = {configured:?} is not an address"))?
         }
     };
+    // `[cluster]` is read once, at start (a reload does not move an instance to another Redis).
+    let cluster = catalog::load(path)
+        .map(|file| file.cluster)
+        .unwrap_or_default();
     reload_on_sighup(Arc::clone(&catalog))?;
-    run(listen, sluice::ServeConfig::from_catalog(catalog), |_| ()).await
+    let config = sluice::ServeConfig::from_catalog(catalog).with_cluster(&cluster);
+    run(listen, config, |_| ()).await
 }
 
 async fn demo(listen: SocketAddr) -> anyhow::Result<()> {

@@ -160,6 +160,39 @@ pub fn is_valid_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// `[cluster]`: a Redis URL the client can use, and limits that make sense.
+fn check_cluster(report: &mut Report, cluster: &super::model::ClusterSettings) {
+    let loc = Loc::root().with("section", "cluster");
+    if let Some(url) = &cluster.redis_url {
+        let scheme_ok = url.starts_with("redis://")
+            || url.starts_with("rediss://")
+            || url.starts_with("redis+unix://")
+            || url.starts_with("unix://");
+        if !scheme_ok {
+            // The URL may hold a password: never echo it.
+            report.push(
+                &loc,
+                "redis_url must start with redis://, rediss://, redis+unix:// or unix://",
+            );
+        }
+    }
+    if cluster.key_prefix.is_empty() {
+        report.push(&loc, "key_prefix must not be empty");
+    }
+    if cluster.expected_instances == 0 {
+        report.push(&loc, "expected_instances must be at least 1");
+    }
+    if cluster.command_timeout_ms == 0 {
+        report.push(&loc, "command_timeout_ms must be at least 1");
+    }
+    if cluster.holder_ttl_secs < 3 {
+        report.push(
+            &loc,
+            "holder_ttl_secs must be at least 3 (registrations are refreshed every third of it)",
+        );
+    }
+}
+
 /// Whether `name` is a valid tool name: `[A-Za-z0-9_.-]{1,128}`.
 pub fn is_valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
@@ -201,6 +234,7 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             "queue must be at least 1",
         );
     }
+    check_cluster(&mut report, &config.cluster);
 
     let mut tenant_ids = HashSet::new();
     let mut global_key_ids = HashSet::new();
@@ -767,6 +801,25 @@ id = "crm"
         assert!(is_valid_tool_name(&"a".repeat(128)));
         assert!(!is_valid_tool_name(&"a".repeat(129)));
         assert!(!is_valid_tool_name("a b"));
+    }
+
+    #[test]
+    fn cluster_settings() {
+        check(
+            "[cluster]\nredis_url = \"redis://127.0.0.1:6379/0\"\nexpected_instances = 3\n",
+            &[],
+        );
+        check(
+            "[cluster]\nredis_url = \"http://user:secret@h\"\nkey_prefix = \"\"\n\
+             expected_instances = 0\ncommand_timeout_ms = 0\nholder_ttl_secs = 2\n",
+            &[
+                "section 'cluster': redis_url must start with redis://, rediss://, redis+unix:// or unix://",
+                "section 'cluster': key_prefix must not be empty",
+                "section 'cluster': expected_instances must be at least 1",
+                "section 'cluster': command_timeout_ms must be at least 1",
+                "section 'cluster': holder_ttl_secs must be at least 3 (registrations are refreshed every third of it)",
+            ],
+        );
     }
 
     #[test]

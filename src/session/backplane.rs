@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::SessionId;
+use super::{Owner, RedisBackplane, SessionId};
 
 /// Errors from a backplane (only shared implementations fail; the local one never does).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,6 +30,13 @@ pub trait Inbox: Send + Sync + 'static {
     /// The catalog of `tenant` changed: push `notifications/tools/list_changed` to its clients'
     /// sessions and listen streams held live on this instance. Returns how many got it.
     fn invalidate(&self, tenant: &str) -> usize;
+
+    /// The session ended on another instance (DELETE there): end its streams held here.
+    fn close(&self, _session: &SessionId) {}
+
+    /// Another instance published configuration version `version` (it reloaded): this
+    /// instance should reload too. Must not block (the caller is the subscription's reader).
+    fn config_changed(&self, _version: u64) {}
 }
 
 /// Routing between instances.
@@ -38,10 +45,12 @@ pub trait Inbox: Send + Sync + 'static {
 /// most once; best effort, nothing is queued for a session with no live stream);
 /// `broadcast_invalidation` reaches every instance, each of which notifies its own streams.
 pub trait Backplane: Send + Sync {
-    /// Sends `message` to the session's live standalone stream, wherever it is held. `Ok(true)`
-    /// when a live stream took it (for a shared bus: when an instance claimed it).
+    /// Sends `message` to the session's live standalone stream owned by `owner`, wherever it is
+    /// held. `Ok(true)` when a live stream took it (for a shared bus: when an instance claimed
+    /// it).
     fn publish(
         &self,
+        owner: Owner<'_>,
         session: &SessionId,
         message: Bytes,
     ) -> impl Future<Output = Result<bool, BackplaneError>> + Send;
@@ -75,6 +84,7 @@ impl std::fmt::Debug for LocalBackplane {
 impl Backplane for LocalBackplane {
     fn publish(
         &self,
+        _owner: Owner<'_>,
         session: &SessionId,
         message: Bytes,
     ) -> impl Future<Output = Result<bool, BackplaneError>> + Send {
@@ -91,10 +101,16 @@ impl Backplane for LocalBackplane {
 }
 
 /// The backplane in use: a `match` front over the implementations, so calls need no boxing.
+///
+/// Besides the [`Backplane`] contract it carries what only a shared bus needs (holder
+/// registration, remote close, configuration notices); on the local bus those are no-ops that
+/// cost nothing, so the single-instance path does no extra work.
 #[derive(Debug, Clone)]
 pub enum Bus {
     /// Single instance (the default).
     Local(LocalBackplane),
+    /// Several instances over Redis pub/sub (`[cluster] redis_url`).
+    Redis(Arc<RedisBackplane>),
 }
 
 impl Bus {
@@ -103,14 +119,21 @@ impl Bus {
         Self::Local(LocalBackplane::new(inbox))
     }
 
+    /// True when messages may have to cross instances.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Self::Redis(_))
+    }
+
     /// See [`Backplane::publish`].
     pub async fn publish(
         &self,
+        owner: Owner<'_>,
         session: &SessionId,
         message: Bytes,
     ) -> Result<bool, BackplaneError> {
         match self {
-            Self::Local(local) => local.publish(session, message).await,
+            Self::Local(local) => local.publish(owner, session, message).await,
+            Self::Redis(redis) => redis.publish(owner, session, &message).await,
         }
     }
 
@@ -118,6 +141,33 @@ impl Bus {
     pub async fn broadcast_invalidation(&self, tenant: &str) -> Result<(), BackplaneError> {
         match self {
             Self::Local(local) => local.broadcast_invalidation(tenant).await,
+            Self::Redis(redis) => redis.broadcast_invalidation(tenant).await,
+        }
+    }
+
+    /// Records that this instance now holds a live stream of `session` (GET or legacy `/sse`
+    /// opened), so messages posted to other instances are routed here at once. No-op locally.
+    pub async fn register_holder(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<(), BackplaneError> {
+        match self {
+            Self::Local(_) => Ok(()),
+            Self::Redis(redis) => redis.register_holder(owner, session).await,
+        }
+    }
+
+    /// Asks the instance holding `session`'s streams, if it is another one, to end them (the
+    /// session was deleted here). No-op locally: the caller closed the local streams already.
+    pub async fn close_elsewhere(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<(), BackplaneError> {
+        match self {
+            Self::Local(_) => Ok(()),
+            Self::Redis(redis) => redis.publish_close(owner, session).await,
         }
     }
 }
@@ -154,7 +204,11 @@ mod tests {
         let recorder = Arc::new(Recorder::default());
         let bus = Bus::local(recorder.clone());
         let id = SessionId::random();
-        assert_eq!(bus.publish(&id, Bytes::from_static(b"{}")).await, Ok(true));
+        let owner = Owner::new("t", "c", "anonymous");
+        assert_eq!(
+            bus.publish(owner, &id, Bytes::from_static(b"{}")).await,
+            Ok(true)
+        );
         assert_eq!(bus.broadcast_invalidation("t").await, Ok(()));
         assert_eq!(
             *recorder.delivered.lock().unwrap(),

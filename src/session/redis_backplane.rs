@@ -11,7 +11,15 @@
 //!   key names the whole owner, so a lookup made for one caller can never find another caller's
 //!   stream, even with the right session id.
 //! - `sluice:{p}:instance:{instance}`: the channel each instance subscribes to.
-//! - `sluice:{p}:broadcast`: the channel of catalog invalidations, which every instance hears.
+//! - `sluice:{p}:broadcast`: the channel of catalog invalidations and configuration notices,
+//!   which every instance hears.
+//! - `sluice:{p}:config_version`: a counter bumped by every instance that reloaded its
+//!   configuration; the notice on the broadcast channel carries the new value, and every
+//!   [`RedisBackplane::sync`] reads it, so an instance that missed a notice (Redis was away)
+//!   still catches up.
+//!
+//! Holder registrations are kept fresh by one registry-wide [`RedisBackplane::sync`] (one
+//! pipelined round trip for every stream this instance holds), not by a timer per stream.
 //!
 //! A routed message carries its owner as well as its session, and the receiving instance
 //! delivers it only to a stream it registered for exactly that owner (defence in depth: a
@@ -41,6 +49,13 @@ const KIND_DELIVER: u8 = 1;
 /// First byte of a catalog invalidation.
 const KIND_INVALIDATE: u8 = 2;
 
+/// First byte of a "close this session's streams" message (same layout as a deliver frame,
+/// empty message).
+const KIND_CLOSE: u8 = 3;
+
+/// First byte of a configuration notice: `{kind}{origin instance}:{version in decimal}`.
+const KIND_RELOAD: u8 = 4;
+
 /// Fixed part of a deliver frame: kind, session id, three `u16` lengths.
 const DELIVER_HEADER: usize = 1 + SESSION_ID_BYTES + 3 * 2;
 
@@ -67,6 +82,14 @@ local holder = redis.call('GET', KEYS[1])
 if not holder then return -1 end
 if holder == ARGV[1] then return -2 end
 return redis.call('PUBLISH', ARGV[2] .. holder, ARGV[3])
+";
+
+/// Bump the configuration version and announce it. KEYS: version counter. ARGV: broadcast
+/// channel, notice head (kind byte, origin instance, `:`). Returns the new version.
+const ANNOUNCE: &str = r"
+local version = redis.call('INCR', KEYS[1])
+redis.call('PUBLISH', ARGV[1], ARGV[2] .. version)
+return version
 ";
 
 /// A routed message, decoded from what arrived on this instance's channel.
@@ -103,6 +126,16 @@ pub fn encode_deliver(
     session: &SessionId,
     message: &[u8],
 ) -> Result<Bytes, FrameError> {
+    encode_routed(KIND_DELIVER, owner, session, message)
+}
+
+/// Encodes a frame addressed to one session's streams (`KIND_DELIVER` or `KIND_CLOSE`).
+fn encode_routed(
+    kind: u8,
+    owner: Owner<'_>,
+    session: &SessionId,
+    message: &[u8],
+) -> Result<Bytes, FrameError> {
     let len = |part: &str| u16::try_from(part.len()).map_err(|_| FrameError::TooLong);
     let lens = [len(owner.tenant)?, len(owner.client)?, len(owner.caller)?];
     let mut frame = BytesMut::with_capacity(
@@ -112,7 +145,7 @@ pub fn encode_deliver(
             + owner.caller.len()
             + message.len(),
     );
-    frame.put_u8(KIND_DELIVER);
+    frame.put_u8(kind);
     frame.put_slice(session.as_bytes());
     for part_len in lens {
         frame.put_u16(part_len);
@@ -126,8 +159,17 @@ pub fn encode_deliver(
 
 /// Decodes a deliver frame (anything else is an error, never a panic).
 pub fn decode_deliver(frame: &[u8]) -> Result<Routed<'_>, FrameError> {
+    match decode_routed(frame)? {
+        (KIND_DELIVER, routed) => Ok(routed),
+        (kind, _) => Err(FrameError::UnknownKind(kind)),
+    }
+}
+
+/// Decodes a frame addressed to one session's streams: its kind (`KIND_DELIVER` or
+/// `KIND_CLOSE`) and content.
+fn decode_routed(frame: &[u8]) -> Result<(u8, Routed<'_>), FrameError> {
     let (&kind, rest) = frame.split_first().ok_or(FrameError::Truncated)?;
-    if kind != KIND_DELIVER {
+    if kind != KIND_DELIVER && kind != KIND_CLOSE {
         return Err(FrameError::UnknownKind(kind));
     }
     let (id, rest) = rest
@@ -146,11 +188,31 @@ pub fn decode_deliver(frame: &[u8]) -> Result<Routed<'_>, FrameError> {
         rest = tail;
     }
     let [tenant, client, caller] = parts;
-    Ok(Routed {
-        session: SessionId::from_bytes(*id),
-        owner: Owner::new(tenant, client, caller),
-        message: rest,
-    })
+    Ok((
+        kind,
+        Routed {
+            session: SessionId::from_bytes(*id),
+            owner: Owner::new(tenant, client, caller),
+            message: rest,
+        },
+    ))
+}
+
+/// Decodes a configuration notice: the instance that reloaded and the new version.
+fn decode_reload(frame: &[u8]) -> Result<(&[u8], u64), FrameError> {
+    let Some((&KIND_RELOAD, rest)) = frame.split_first() else {
+        return Err(FrameError::Truncated);
+    };
+    let at = rest
+        .iter()
+        .rposition(|&byte| byte == b':')
+        .ok_or(FrameError::Truncated)?;
+    let (origin, version) = rest.split_at(at);
+    let version = std::str::from_utf8(version.get(1..).unwrap_or_default())
+        .ok()
+        .and_then(|digits| digits.parse().ok())
+        .ok_or(FrameError::NotUtf8)?;
+    Ok((origin, version))
 }
 
 /// Encodes a catalog invalidation for `tenant`.
@@ -177,10 +239,23 @@ pub fn decode_invalidate(frame: &[u8]) -> Result<&str, FrameError> {
 /// Streams this instance holds: session → (owner, number of its live streams here).
 type Held = HashMap<SessionId, (OwnerKey, usize)>;
 
+/// What one [`RedisBackplane::sync`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Synced {
+    /// Registrations that are still this instance's.
+    pub ours: usize,
+    /// Registrations dropped because this instance no longer holds any stream of them.
+    pub released: usize,
+    /// The deployment's configuration version (0 before any reload was announced).
+    pub config_version: u64,
+}
+
 /// What the subscription closure shares with the backplane.
 struct Receiver {
     inbox: Arc<dyn Inbox>,
     held: Mutex<Held>,
+    /// This instance's id (escaped): notices it sent itself are ignored.
+    instance_id: Vec<u8>,
     /// This instance's channel name, as bytes (compared with each push's channel).
     instance_channel: Vec<u8>,
     broadcast_channel: Vec<u8>,
@@ -200,14 +275,26 @@ impl Receiver {
             return;
         };
         if *channel == self.instance_channel {
-            match decode_deliver(payload) {
-                Ok(routed) if self.holds(&routed.session, routed.owner) => {
-                    self.inbox.deliver(&routed.session, routed.message);
+            match decode_routed(payload) {
+                Ok((kind, routed)) if self.holds(&routed.session, routed.owner) => {
+                    if kind == KIND_CLOSE {
+                        self.inbox.close(&routed.session);
+                    } else {
+                        self.inbox.deliver(&routed.session, routed.message);
+                    }
                 }
                 Ok(_) => tracing::debug!("backplane message for a stream not held here"),
                 Err(error) => tracing::warn!(%error, "malformed backplane message dropped"),
             }
         } else if *channel == self.broadcast_channel {
+            if payload.first() == Some(&KIND_RELOAD) {
+                match decode_reload(payload) {
+                    Ok((origin, _)) if origin == self.instance_id.as_slice() => {}
+                    Ok((_, version)) => self.inbox.config_changed(version),
+                    Err(error) => tracing::warn!(%error, "malformed configuration notice"),
+                }
+                return;
+            }
             match decode_invalidate(payload) {
                 Ok(tenant) => {
                     self.inbox.invalidate(tenant);
@@ -229,6 +316,7 @@ struct Scripts {
     refresh: Script,
     unregister: Script,
     route: Script,
+    announce: Script,
 }
 
 /// The backplane over Redis pub/sub, plus the registry of which instance holds which stream.
@@ -245,6 +333,8 @@ pub struct RedisBackplane {
     /// `sluice:{p}:instance:` (the holder's id is appended by the route script).
     channel_prefix: String,
     broadcast_channel: String,
+    /// Key of the deployment's configuration version counter.
+    config_version_key: String,
     command_timeout: Duration,
     holder_ttl: Duration,
 }
@@ -276,6 +366,7 @@ impl RedisBackplane {
         let receiver = Arc::new(Receiver {
             inbox,
             held: Mutex::new(HashMap::new()),
+            instance_id: instance_id.clone().into_bytes(),
             instance_channel: instance_channel.clone().into_bytes(),
             broadcast_channel: broadcast_channel.clone().into_bytes(),
         });
@@ -325,7 +416,9 @@ impl RedisBackplane {
                 refresh: Script::new(REFRESH),
                 unregister: Script::new(UNREGISTER),
                 route: Script::new(ROUTE),
+                announce: Script::new(ANNOUNCE),
             },
+            config_version_key: format!("{namespace}config_version"),
             instance_id,
             namespace,
             channel_prefix,
@@ -538,6 +631,127 @@ impl RedisBackplane {
         )
         .await
         .map(drop)
+    }
+
+    /// Asks the instance holding a stream of `session` for `owner` (if another one) to end
+    /// that session's streams: it was deleted here. Best effort, one round trip.
+    pub async fn publish_close(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<(), BackplaneError> {
+        let frame = encode_routed(KIND_CLOSE, owner, session, b"")
+            .map_err(|error| BackplaneError::Unavailable(error.to_string()))?;
+        let mut invocation = self.scripts.route.key(self.holder_key(owner, session));
+        invocation
+            .arg(&self.instance_id)
+            .arg(&self.channel_prefix)
+            .arg(frame.as_ref());
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            invocation.invoke_async::<i64>(&mut connection),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Announces that this instance reloaded its configuration: bumps the deployment's
+    /// configuration version and tells every other instance (one round trip). Returns the new
+    /// version.
+    pub async fn announce_reload(&self) -> Result<u64, BackplaneError> {
+        let mut head = vec![KIND_RELOAD];
+        head.extend_from_slice(self.instance_id.as_bytes());
+        head.push(b':');
+        let mut invocation = self.scripts.announce.key(&self.config_version_key);
+        invocation.arg(&self.broadcast_channel).arg(head);
+        let mut connection = self.connection.clone();
+        let version: i64 = bounded(
+            self.command_timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await?;
+        Ok(u64::try_from(version).unwrap_or(0))
+    }
+
+    /// The deployment's configuration version (0 before any reload was announced).
+    pub async fn config_version(&self) -> Result<u64, BackplaneError> {
+        let mut connection = self.connection.clone();
+        let version: Option<u64> = bounded(
+            self.command_timeout,
+            redis::cmd("GET")
+                .arg(&self.config_version_key)
+                .query_async(&mut connection),
+        )
+        .await?;
+        Ok(version.unwrap_or(0))
+    }
+
+    /// Makes the registry match `live`, the sessions this instance holds streams of now (live
+    /// or retained for resumption), in one pipelined round trip: every one of them is
+    /// (re-)registered with a fresh TTL unless another instance holds it now, registrations of
+    /// sessions no longer in `live` are released, and the configuration version is read. The
+    /// holder calls it well within the holder TTL; nothing else keeps registrations alive.
+    pub async fn sync(&self, live: Vec<(SessionId, OwnerKey)>) -> Result<Synced, BackplaneError> {
+        let released: Vec<(SessionId, OwnerKey)> = {
+            let mut held = lock(&self.receiver.held);
+            let mut next: Held = HashMap::with_capacity(live.len());
+            for (session, owner) in live {
+                let n_streams = held
+                    .remove(&session)
+                    .filter(|(key, _)| key.is(owner.get()))
+                    .map_or(1, |(_, n)| n.max(1));
+                next.insert(session, (owner, n_streams));
+            }
+            let released = held.drain().map(|(id, (owner, _))| (id, owner)).collect();
+            *held = next;
+            released
+        };
+        let keys: Vec<String> = lock(&self.receiver.held)
+            .iter()
+            .map(|(session, (owner, _))| self.holder_key(owner.get(), session))
+            .collect();
+        let mut pipeline = redis::pipe();
+        for key in &keys {
+            // EVAL (not EVALSHA) so a pipeline needs no script-load fallback.
+            pipeline
+                .cmd("EVAL")
+                .arg(REFRESH)
+                .arg(1)
+                .arg(key)
+                .arg(&self.instance_id)
+                .arg(millis(self.holder_ttl));
+        }
+        for (session, owner) in &released {
+            pipeline
+                .cmd("EVAL")
+                .arg(UNREGISTER)
+                .arg(1)
+                .arg(self.holder_key(owner.get(), session))
+                .arg(&self.instance_id)
+                .ignore();
+        }
+        pipeline.cmd("GET").arg(&self.config_version_key);
+        let mut connection = self.connection.clone();
+        let mut replies: Vec<Value> =
+            bounded(self.command_timeout, pipeline.query_async(&mut connection)).await?;
+        let version = match replies.pop() {
+            Some(Value::BulkString(digits)) => std::str::from_utf8(&digits)
+                .ok()
+                .and_then(|digits| digits.parse().ok())
+                .unwrap_or(0),
+            Some(Value::Int(version)) => u64::try_from(version).unwrap_or(0),
+            _ => 0,
+        };
+        let ours = replies
+            .iter()
+            .filter(|reply| matches!(reply, Value::Int(1)))
+            .count();
+        Ok(Synced {
+            ours,
+            released: released.len(),
+            config_version: version,
+        })
     }
 
     /// Streams held here (sessions with at least one registered stream).

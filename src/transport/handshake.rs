@@ -405,6 +405,7 @@ pub async fn get(
             .resume(last_event_id.as_bytes(), &bound.id, owner)
         {
             Ok(Resumed::Replay { rx, .. }) => {
+                register_holder(transport, owner, &bound.id).await;
                 return Ok(response::event_stream(Body::stream(rx, &transport.drain)));
             }
             // Nothing to resume: a fresh stream, nothing replayed.
@@ -423,10 +424,23 @@ pub async fn get(
     }
     // The stream lives while its connection does; the writer handle is not needed for that.
     drop(opened.writer);
+    register_holder(transport, owner, &bound.id).await;
     Ok(response::event_stream(Body::stream(
         opened.rx,
         &transport.drain,
     )))
+}
+
+/// Records this instance as the holder of `session`'s live stream on a shared backplane, so
+/// messages posted to other instances reach it at once (nothing to do on a single instance).
+/// A failure only delays routing until the next registry-wide refresh: the stream is served.
+pub async fn register_holder(transport: &Transport, owner: Owner<'_>, session: &SessionId) {
+    if !transport.bus.is_shared() {
+        return;
+    }
+    if let Err(err) = transport.bus.register_holder(owner, session).await {
+        tracing::warn!(%err, "stream holder not registered; the next refresh retries");
+    }
 }
 
 /// A registry failure as an HTTP error.
@@ -465,5 +479,11 @@ pub async fn delete(
     }
     transport.streams.close_session(&id);
     transport.inflight.cancel_all(&id);
+    if transport.bus.is_shared() {
+        // Streams of the session held by another instance end there.
+        if let Err(err) = transport.bus.close_elsewhere(owner, &id).await {
+            tracing::warn!(%err, "deleted session's remote streams not closed");
+        }
+    }
     Ok(response::empty(StatusCode::NO_CONTENT))
 }

@@ -10,7 +10,9 @@
 //! `notifications/cancelled` aborts the named request. The session lives exactly as long as the
 //! stream: when the client closes it, the session is deleted. The stream is kept alive by the
 //! registry's janitor (`: keepalive`). Requests run in a task each, so a POST does not wait for
-//! a slow tool (this transport is not the hot path). Must not implement MCP methods.
+//! a slow tool (this transport is not the hot path). With several instances, a POST may land on
+//! an instance that does not hold the stream: the response is then routed over the backplane
+//! to the holder, which writes it. Must not implement MCP methods.
 
 use std::sync::Arc;
 
@@ -92,6 +94,7 @@ pub async fn open(
         return Err(Error::Internal);
     }
 
+    handshake::register_holder(transport, owner, &id).await;
     // "Closing the stream ends the session": one small task per legacy stream waits for the
     // connection to go, then deletes the session (the registry drops its streams).
     let writer = opened.writer;
@@ -211,9 +214,14 @@ where
                 }
                 let mut out = BytesMut::new();
                 reply::write_outcome(&mut out, id, &outcome);
-                // No live stream (the client left): the response has nowhere to go.
                 if let Some(writer) = transport.streams.standalone(&bound.id) {
                     let _ = writer.send(&out).await;
+                } else if transport.bus.is_shared() {
+                    // The stream is held by another instance: route the response there. No
+                    // holder (the client left): the response has nowhere to go.
+                    if let Err(err) = transport.bus.publish(owner, &bound.id, out.freeze()).await {
+                        tracing::warn!(%err, "legacy response not routed to its stream");
+                    }
                 }
             });
         }

@@ -33,7 +33,7 @@ use crate::catalog::Catalog;
 use crate::http::Drain;
 use crate::mcp::Dispatcher;
 use crate::metrics::Metrics;
-use crate::session::{Owner, SessionError, SessionId, Sessions};
+use crate::session::{Bus, Owner, SessionError, SessionId, Sessions};
 use stream::StreamRegistry;
 
 /// Default interval between `: keepalive` comments on an idle SSE stream; a stream idle this
@@ -123,6 +123,8 @@ pub struct Transport {
     pub sessions: Sessions,
     /// The live streams of this instance (GET, POST answers, listen, legacy).
     pub streams: StreamRegistry,
+    /// How messages reach streams held by other instances (process-local without a cluster).
+    pub bus: Bus,
     /// Handshake-era requests in flight per session, for `notifications/cancelled`.
     pub inflight: inflight::InFlight<SessionId>,
     /// The request gate: challenges, per-tool scopes, metadata URLs.

@@ -999,6 +999,19 @@ impl StreamRegistry {
         self.len() == 0
     }
 
+    /// Every session holding at least one stream here (live or retained for resumption), with
+    /// its owner: what a shared backplane registers this instance as the holder of.
+    pub fn held_sessions(&self) -> Vec<(SessionId, OwnerKey)> {
+        let mut held = Vec::new();
+        for shard in self.inner.sessions.iter() {
+            let sessions = lock(shard);
+            held.extend(sessions.iter().filter_map(|(session, entry)| {
+                entry.any().map(|stream| (*session, stream.owner.clone()))
+            }));
+        }
+        held
+    }
+
     // === internals ===
 
     fn register(
@@ -1195,13 +1208,31 @@ pub fn list_changed_message(subscription_id: Option<&[u8]>) -> Bytes {
 }
 
 impl Inbox for StreamRegistry {
+    /// Writes at once when the channel has room; when it is full (a slow client), a task waits
+    /// for room so a routed response is not lost, within the stream's usual backpressure.
     fn deliver(&self, session: &SessionId, message: &[u8]) -> bool {
-        self.standalone(session)
-            .is_some_and(|writer| writer.stream.try_emit(&self.inner, Frame::Message(message)))
+        let Some(writer) = self.standalone(session) else {
+            return false;
+        };
+        if writer.stream.try_emit(&self.inner, Frame::Message(message)) {
+            return true;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return false;
+        };
+        let message = message.to_vec();
+        runtime.spawn(async move {
+            let _ = writer.send(&message).await;
+        });
+        true
     }
 
     fn invalidate(&self, tenant: &str) -> usize {
         self.deliver_list_changed(tenant, None, ListChanged::Tools, list_changed_message)
+    }
+
+    fn close(&self, session: &SessionId) {
+        self.close_session(session);
     }
 }
 

@@ -5,6 +5,7 @@ mod bench;
 mod bos;
 mod catalog;
 mod cli;
+mod cluster;
 mod federation;
 mod http;
 mod invoke;

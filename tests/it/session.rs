@@ -693,8 +693,14 @@ async fn list_changed_reaches_each_live_session_once() {
     assert_eq!(drain(&mut s1_get.rx).len(), 1);
     assert!(drain(&mut other_tenant.rx).is_empty());
     // And the bus delivers a message to a session's standalone stream.
-    assert_eq!(bus.publish(&s1, Bytes::from_static(b"{}")).await, Ok(true));
-    assert_eq!(bus.publish(&s4, Bytes::from_static(b"{}")).await, Ok(false));
+    assert_eq!(
+        bus.publish(ALICE, &s1, Bytes::from_static(b"{}")).await,
+        Ok(true)
+    );
+    assert_eq!(
+        bus.publish(ALICE, &s4, Bytes::from_static(b"{}")).await,
+        Ok(false)
+    );
     assert_eq!(datas(&drain(&mut s1_get.rx)), vec![&b"{}"[..]]);
 }
 
