@@ -17,6 +17,12 @@
 # `prefer_sse = true`, "json" cells to the one with `prefer_sse = false`. The table's "answered"
 # column is the bench's own count of the framing it got.
 #
+# Besides req/s and latency, each cell records the server process's CPU time (utime + stime
+# from /proc/PID/stat around the bench command) and the load core's busy share (/proc/stat).
+# "srv us/req" is that CPU ÷ the requests served; "rmcp srv us ÷ this" compares server work per
+# request with rmcp's for the same method, which holds even when the load core, not the server,
+# is what saturates (load core busy near 100%): then req/s ratios understate the server's margin.
+#
 # Usage: benches/e2e/run.sh            (builds what it needs, then runs; ~8 min by default)
 # Knobs (environment):
 #   DURATION=5s WARMUP=1s ROUNDS=3 CONNS="1 16 64" OUT=/tmp/sluice-e2e
@@ -62,6 +68,7 @@ rm -f "$out"/json/*.json
 
 # === processes ===
 pids=()
+declare -A pid_of=()
 cleanup() {
   for pid in "${pids[@]}"; do
     kill -TERM "$pid" 2>/dev/null || true
@@ -78,6 +85,17 @@ start() {
   shift 2
   taskset -c "$core" "$@" >"$out/logs/$name.out" 2>"$out/logs/$name.err" &
   pids+=($!)
+  pid_of[$name]=$!
+}
+
+# CPU time (clock ticks, user + system) a process has used so far.
+proc_ticks() {
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+# Busy and total clock ticks of one core so far (busy = all but idle and iowait).
+core_ticks() {
+  awk -v cpu="cpu$1" '$1 == cpu {t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t}' /proc/stat
 }
 
 # wait_line NAME PREFIX: waits (30 s at most) for a line `PREFIX ADDR` in NAME's stdout; prints ADDR.
@@ -208,9 +226,20 @@ for round in $(seq "$rounds"); do
     for cell in "${cells[@]}"; do
       IFS='|' read -r target method accept <<<"$cell"
       json=$out/json/${target}-${method//\//_}-$accept-c$conns-r$round.json
+      server=$target
+      [ "$target" = sluice ] && [ "$accept" = json ] && server=sluice-json
+      [ "$target" = hyper ] && server=hyper-limit
+      [ "$target" = rmcp ] && server=rmcp-peer
+      ticks_before=$(proc_ticks "${pid_of[$server]}")
+      read -r busy_before total_before < <(core_ticks "$client_core")
       if ! bench "$target" "$method" "$accept" "$conns" "$json" --duration "$duration" --warmup "$warmup"; then
         echo "round $round: $cell at $conns connections failed (see $out/logs/bench.err)" >&2
       fi
+      ticks_after=$(proc_ticks "${pid_of[$server]}")
+      read -r busy_after total_after < <(core_ticks "$client_core")
+      # The server's CPU over the whole bench command (warm-up and set-up included) and the
+      # load generator core's busy share, next to the bench's JSON of the same cell.
+      echo "{\"server_ticks\": $((ticks_after - ticks_before)), \"ticks_per_s\": $(getconf CLK_TCK), \"client_core_busy\": $((busy_after - busy_before)), \"client_core_total\": $((total_after - total_before))}" >"${json%.json}.cpu.json"
       printf 'round %s  %-28s c=%-3s %s\n' "$round" "$cell" "$conns" \
         "$(jq -r '"\(.requests_per_s | floor) req/s  p99 \(.latency_us.p99) us  errors \(.errors | add // 0)"' "$json" 2>/dev/null || echo '(no result)')" >&2
     done
@@ -241,6 +270,24 @@ def load(target, method, accept, conns):
     if not rows:
         return None
     med = lambda xs: statistics.median(xs)
+    # Server CPU per request: the server's CPU over the bench command ÷ the requests of its
+    # warm-up and window (the rate of the window applied to both); the set-up (initialize) is a
+    # few requests per connection, lost in the rounding.
+    srv_us, gen_busy = [], []
+    for r in range(1, rounds + 1):
+        stem = os.path.join(out, "json", f"{target}-{method.replace('/', '_')}-{accept}-c{conns}-r{r}")
+        try:
+            with open(stem + ".json") as f:
+                x = json.load(f)
+            with open(stem + ".cpu.json") as f:
+                cpu = json.load(f)
+        except (OSError, ValueError):
+            continue
+        served = x.get("requests_per_s", 0.0) * (x.get("duration_s", 0.0) + x.get("warmup_s", 0.0))
+        if served > 0:
+            srv_us.append(cpu["server_ticks"] / cpu["ticks_per_s"] * 1e6 / served)
+        if cpu.get("client_core_total"):
+            gen_busy.append(cpu["client_core_busy"] / cpu["client_core_total"])
     return {
         "rps": med([x.get("requests_per_s", 0.0) for x in rows]),
         "p50": med([x.get("latency_us", {}).get("p50", 0.0) for x in rows]),
@@ -249,6 +296,8 @@ def load(target, method, accept, conns):
         # How the server framed its answers (json/sse), from the bench's own count.
         "framing": "/".join(sorted({k for x in rows for k, v in (x.get("answers") or {}).items() if v})),
         "n": len(rows),
+        "srv_us": med(srv_us) if srv_us else None,
+        "gen_busy": med(gen_busy) if gen_busy else None,
     }
 
 results = {}
@@ -261,8 +310,8 @@ def ratio(a, b):
 
 print(f"load average before: {load_before}; after: {load_after}")
 print()
-print("| target | method | accept | answered | conns | req/s | p50 us | p99 us | vs hyper-limit | vs rmcp same method | errors | rounds |")
-print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print("| target | method | accept | answered | conns | req/s | p50 us | p99 us | vs hyper-limit | vs rmcp same method | srv us/req | rmcp srv us ÷ this | load core busy | errors | rounds |")
+print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for conns in conns_list:
     limit = results.get(("hyper", "ping", "sse", conns))
     for target, method, accept in cells:
@@ -275,7 +324,10 @@ for conns in conns_list:
         vs_peer = ratio(r["rps"], peer["rps"] if peer else None) if target != "rmcp" else "1.00x"
         if peer and target != "rmcp":
             vs_peer += f" (p99 {ratio(r['p99'], peer['p99'])})"
+        srv = f"{r['srv_us']:.2f}" if r["srv_us"] else "-"
+        cpu_vs_peer = ratio(peer["srv_us"], r["srv_us"]) if peer and peer.get("srv_us") and r["srv_us"] else "-"
+        busy = f"{r['gen_busy']:.0%}" if r["gen_busy"] is not None else "-"
         print(f"| {target} | {method} | {accept} | {r['framing']} | {conns} | {r['rps']:,.0f} | {r['p50']:.1f} | "
-              f"{r['p99']:.1f} | {vs_limit} | {vs_peer} | {r['errors']} | {r['n']} |")
+              f"{r['p99']:.1f} | {vs_limit} | {vs_peer} | {srv} | {cpu_vs_peer} | {busy} | {r['errors']} | {r['n']} |")
 PY
 echo "results: $out/table.md, $out/json/, probe answers in $out/probe.txt" >&2
