@@ -34,12 +34,12 @@ use sluice::ServeConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use super::support::{open, send, Reply, GUARD};
+
 const BOTH: &str = "application/json, text/event-stream";
 const MCP: &str = "/runtime/acme/app/mcp";
 const PEPPER: &str = "cluster-pepper";
 const ADMIN: &str = "cluster-admin-token";
-/// Hang guard for reads that must happen; never an assertion on speed.
-const GUARD: Duration = Duration::from_secs(20);
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cluster-test","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const CALL: &str =
@@ -431,29 +431,7 @@ impl Drop for Cluster {
 
 // === HTTP client ===
 
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
 impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
-            panic!(
-                "not JSON ({err}): {:?}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
     /// Asserts a 404 "unknown session" answer.
     fn assert_unknown_session(&self, what: &str) {
         assert_eq!(
@@ -491,34 +469,6 @@ fn request(
         .expect("request")
 }
 
-async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> http::Response<Incoming> {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    tokio::time::timeout(GUARD, sender.send_request(req))
-        .await
-        .expect("response in time")
-        .expect("response")
-}
-
-async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
-    let response = open(addr, req).await;
-    let (parts, body) = response.into_parts();
-    let body = tokio::time::timeout(GUARD, body.collect())
-        .await
-        .expect("body in time")
-        .expect("body")
-        .to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
-}
-
-/// A JSON answer is asked for (Accept lists JSON first; the server prefers JSON by default).
 async fn post(addr: SocketAddr, auth: &str, session: Option<&str>, body: &str) -> Reply {
     let mut headers = vec![
         ("accept", BOTH),

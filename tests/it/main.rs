@@ -15,3 +15,4 @@ mod mcp_http;
 mod rest;
 mod session;
 mod sse;
+mod support;

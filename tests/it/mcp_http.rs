@@ -23,10 +23,10 @@ use sluice::ServeConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
+use super::support::{open, send, Reply, GUARD};
+
 const BOTH: &str = "application/json, text/event-stream";
 const MCP: &str = "/runtime/acme/app/mcp";
-/// Hang guard for reads that must happen; never an assertion on speed.
-const GUARD: Duration = Duration::from_secs(20);
 
 // === downstream ===
 
@@ -232,29 +232,7 @@ impl Drop for Sluice {
 
 // === HTTP client ===
 
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
 impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
-            panic!(
-                "not JSON ({err}): {:?}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
     /// Asserts a JSON-RPC error answer with this status, code and id.
     fn assert_error(&self, status: u16, code: i64, id: Value) -> Value {
         assert_eq!(self.status.as_u16(), status, "body {:?}", self.body);
@@ -307,36 +285,6 @@ fn request(
         .expect("request")
 }
 
-/// Sends on a fresh HTTP/1.1 connection and returns the head and the streaming body.
-async fn open(req: Request<Full<Bytes>>, addr: SocketAddr) -> http::Response<Incoming> {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    tokio::time::timeout(GUARD, sender.send_request(req))
-        .await
-        .expect("response in time")
-        .expect("response")
-}
-
-async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
-    let response = open(req, addr).await;
-    let (parts, body) = response.into_parts();
-    let body = tokio::time::timeout(GUARD, body.collect())
-        .await
-        .expect("body in time")
-        .expect("body")
-        .to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
-}
-
-/// A POST to `path` with both media types accepted, JSON content, and `extra` headers (which
-/// replace defaults of the same name).
 async fn post_to(addr: SocketAddr, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {
     let mut headers = vec![("accept", BOTH), ("content-type", "application/json")];
     for (name, value) in extra {
@@ -361,7 +309,7 @@ struct SseReader {
 
 impl SseReader {
     async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> SseReader {
-        let response = open(req, addr).await;
+        let response = open(addr, req).await;
         let (parts, body) = response.into_parts();
         SseReader {
             status: parts.status,

@@ -1,0 +1,72 @@
+//! What several test modules share: a buffered HTTP reply and the one-connection HTTP/1.1 client
+//! that produces it. Owns only client-side plumbing; assertions about sluice's answers stay in
+//! the modules that test them (they add inherent methods to [`Reply`] where they need them).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpStream;
+
+/// The hang guard of every exchange: a test that waits longer has found a hang.
+pub const GUARD: Duration = Duration::from_secs(20);
+
+/// A whole answer: status, headers and the collected body.
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// The body as JSON; panics with the body when it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
+            panic!(
+                "not JSON ({err}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    /// A header's value, or `""` when absent or not visible ASCII.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+/// Sends on a fresh HTTP/1.1 connection and returns the head and the streaming body.
+pub async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> http::Response<Incoming> {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+    tokio::time::timeout(GUARD, sender.send_request(req))
+        .await
+        .expect("response in time")
+        .expect("response")
+}
+
+/// Sends on a fresh connection and collects the whole answer.
+pub async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
+    let (parts, body) = open(addr, req).await.into_parts();
+    let body = tokio::time::timeout(GUARD, body.collect())
+        .await
+        .expect("body in time")
+        .expect("body")
+        .to_bytes();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
+}
