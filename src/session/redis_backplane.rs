@@ -504,23 +504,9 @@ impl RedisBackplane {
     /// Refreshes every registration this instance holds, in one round trip; returns how many
     /// are still ours.
     pub async fn refresh_all(&self) -> Result<usize, BackplaneError> {
-        let keys: Vec<String> = lock(&self.receiver.held)
-            .iter()
-            .map(|(session, (owner, _))| self.holder_key(owner.get(), session))
-            .collect();
-        if keys.is_empty() {
+        let pipeline = self.refresh_pipeline();
+        if pipeline.cmd_iter().next().is_none() {
             return Ok(0);
-        }
-        let mut pipeline = redis::pipe();
-        for key in &keys {
-            // EVAL (not EVALSHA) so a pipeline needs no script-load fallback.
-            pipeline
-                .cmd("EVAL")
-                .arg(REFRESH)
-                .arg(1)
-                .arg(key)
-                .arg(&self.instance_id)
-                .arg(millis(self.holder_ttl));
         }
         let mut connection = self.connection.clone();
         let ours: Vec<i64> =
@@ -707,21 +693,7 @@ impl RedisBackplane {
             *held = next;
             released
         };
-        let keys: Vec<String> = lock(&self.receiver.held)
-            .iter()
-            .map(|(session, (owner, _))| self.holder_key(owner.get(), session))
-            .collect();
-        let mut pipeline = redis::pipe();
-        for key in &keys {
-            // EVAL (not EVALSHA) so a pipeline needs no script-load fallback.
-            pipeline
-                .cmd("EVAL")
-                .arg(REFRESH)
-                .arg(1)
-                .arg(key)
-                .arg(&self.instance_id)
-                .arg(millis(self.holder_ttl));
-        }
+        let mut pipeline = self.refresh_pipeline();
         for (session, owner) in &released {
             pipeline
                 .cmd("EVAL")
@@ -752,6 +724,23 @@ impl RedisBackplane {
             released: released.len(),
             config_version: version,
         })
+    }
+
+    /// A pipeline re-registering every holder key of the streams held here, each with a fresh
+    /// TTL unless another instance holds it now (one `1` reply per key still ours).
+    fn refresh_pipeline(&self) -> redis::Pipeline {
+        let mut pipeline = redis::pipe();
+        for (session, (owner, _)) in lock(&self.receiver.held).iter() {
+            // EVAL (not EVALSHA) so a pipeline needs no script-load fallback.
+            pipeline
+                .cmd("EVAL")
+                .arg(REFRESH)
+                .arg(1)
+                .arg(self.holder_key(owner.get(), session))
+                .arg(&self.instance_id)
+                .arg(millis(self.holder_ttl));
+        }
+        pipeline
     }
 
     /// Streams held here (sessions with at least one registered stream).
