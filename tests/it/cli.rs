@@ -118,8 +118,8 @@ fn key_new_prints_a_key_and_its_hash_entry() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("SLUICE_API_KEY_PEPPER"));
 }
 
-/// `serve` logs JSON lines when configured to, answers `/readyz`, and on SIGTERM drains and exits
-/// 0 (the process a deployment stops).
+/// `serve` logs JSON lines when configured to, warns when several instances are expected without
+/// Redis, answers `/readyz`, and on SIGTERM drains and exits 0 (the process a deployment stops).
 #[test]
 fn serve_logs_json_and_drains_on_sigterm() {
     use std::io::{BufRead, BufReader, Read, Write};
@@ -133,6 +133,7 @@ fn serve_logs_json_and_drains_on_sigterm() {
     std::fs::write(
         &config,
         "[server]\nlisten = \"127.0.0.1:0\"\n[server.log]\nformat = \"json\"\n\
+         [cluster]\nexpected_instances = 2\n\
          [[tenant]]\nid = \"t\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"c\"\n",
     )
     .unwrap();
@@ -168,6 +169,14 @@ fn serve_logs_json_and_drains_on_sigterm() {
     let listening = next("listening");
     assert_eq!(listening["level"], "INFO");
     let addr = listening["fields"]["addr"].as_str().unwrap().to_owned();
+    // Several instances expected without Redis: said once at start, not refused.
+    let warning = next(
+        "several instances are expected but [cluster] redis_url is not set: sessions and \
+         streams are process-local, so each instance only knows its own (clients need sticky \
+         routing)",
+    );
+    assert_eq!(warning["level"], "WARN");
+    assert_eq!(warning["fields"]["expected_instances"], 2);
 
     let mut stream = std::net::TcpStream::connect(&addr).unwrap();
     stream
