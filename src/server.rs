@@ -5,9 +5,9 @@
 //! surface itself: it only connects [`crate::http`] to [`crate::transport`] and friends.
 //!
 //! With `[cluster] redis_url` it also wires the shared parts (DESIGN.md §5) through
-//! `server/cluster.rs`: the Redis session store and backplane, and one cluster task per instance that
-//! keeps this instance's stream-holder registrations fresh (one pipelined round trip per
-//! refresh, for every stream) and relays configuration reloads between instances.
+//! `server/cluster.rs`: the Redis session store and backplane, and one cluster task per
+//! instance that keeps this instance's stream-holder registrations fresh (one pipelined round
+//! trip per refresh, for every stream) and relays configuration reloads between instances.
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -34,7 +34,7 @@ use sluice::ServeConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::support::{open, send, Reply, GUARD};
+use super::support::{open, request, send, Reply, GUARD};
 
 const BOTH: &str = "application/json, text/event-stream";
 const MCP: &str = "/runtime/acme/app/mcp";
@@ -448,25 +448,6 @@ impl Reply {
             self.body
         );
     }
-}
-
-fn request(
-    addr: SocketAddr,
-    method: Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Request<Full<Bytes>> {
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string());
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    builder
-        .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
-        .expect("request")
 }
 
 async fn post(addr: SocketAddr, auth: &str, session: Option<&str>, body: &str) -> Reply {

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::support::request;
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{HeaderMap, Method, Request, StatusCode};
@@ -150,25 +151,6 @@ async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
         headers: parts.headers,
         body,
     }
-}
-
-fn request(
-    addr: SocketAddr,
-    method: Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Request<Full<Bytes>> {
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string());
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    builder
-        .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
-        .expect("request")
 }
 
 /// A POST to the MCP endpoint with the usual headers plus `extra`.

@@ -23,7 +23,7 @@ use sluice::ServeConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
-use super::support::{open, send, Reply, GUARD};
+use super::support::{open, request, send, Reply, GUARD};
 
 const BOTH: &str = "application/json, text/event-stream";
 const MCP: &str = "/runtime/acme/app/mcp";
@@ -264,25 +264,6 @@ impl Reply {
             .map(|e| serde_json::from_slice(&e.data).expect("JSON data"))
             .collect()
     }
-}
-
-fn request(
-    addr: SocketAddr,
-    method: Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Request<Full<Bytes>> {
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string());
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    builder
-        .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
-        .expect("request")
 }
 
 async fn post_to(addr: SocketAddr, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {

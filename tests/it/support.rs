@@ -1,12 +1,13 @@
-//! What several test modules share: a buffered HTTP reply and the one-connection HTTP/1.1 client
-//! that produces it. Owns only client-side plumbing; assertions about sluice's answers stay in
-//! the modules that test them (they add inherent methods to [`Reply`] where they need them).
+//! What several test modules share: a request builder, a buffered HTTP reply and the
+//! one-connection HTTP/1.1 client that produces it. Owns only client-side plumbing; assertions
+//! about sluice's answers stay in the modules that test them (they add inherent methods to
+//! [`Reply`] where they need them).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, StatusCode};
+use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -41,6 +42,26 @@ impl Reply {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
     }
+}
+
+/// A request to `addr` with a `Host` header, these headers and this body.
+pub fn request(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Request<Full<Bytes>> {
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string());
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder
+        .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
+        .expect("request")
 }
 
 /// Sends on a fresh HTTP/1.1 connection and returns the head and the streaming body.
