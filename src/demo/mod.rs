@@ -31,11 +31,32 @@ curl -s $MCP $H -H "mcp-session-id: $SID" -d '{"jsonrpc":"2.0","id":2,"method":"
 curl -N $MCP -H accept:text/event-stream -H "mcp-session-id: $SID"    # the session's stream (Ctrl-C to leave)
 curl -si -X DELETE $MCP -H "mcp-session-id: $SID"                       # 204; the id is 404 from now on"#;
 
+/// The copy-pasteable BOS platform session of the banner (`{bos}`: the platform endpoint URL,
+/// `{key}`: the demo API key): the caller's contexts, then `bos_execute` of the federated read
+/// `find_people` in the demo context, streamed (`bos/source-results/v1`). Runs as it stands in
+/// `sh`: the handle is cut out of the `bos_list_contexts` answer.
+const BOS_SESSION: &str = r#"BOS={bos}
+KEY={key}
+H='-H content-type:application/json -H accept:application/json,text/event-stream'
+curl -s $BOS $H -H "authorization: Bearer $KEY" -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bos_list_contexts","arguments":{}}}'
+HANDLE=$(curl -s $BOS $H -H "authorization: Bearer $KEY" -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bos_list_contexts","arguments":{}}}' | grep -o '"context_handle":"[^"]*"' | head -1 | cut -d'"' -f4)
+curl -s $BOS $H -H "authorization: Bearer $KEY" -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bos_list_tools","arguments":{"context_handle":"'"$HANDLE"'"}}}'
+curl -N $BOS $H -H "authorization: Bearer $KEY" -d '{"jsonrpc":"2.0","id":"search-1","method":"tools/call","params":{"name":"bos_execute","arguments":{"context_handle":"'"$HANDLE"'","tool_name":"find_people","arguments":{"query":"a"}},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"experimental":{"bos/source-results/v1":{}}}}}}'"#;
+
+/// The BOS platform session of the banner for a demo listening on `addr`: shell lines that run
+/// as they stand (the integration tests run them with `sh`).
+pub fn bos_session(addr: std::net::SocketAddr) -> String {
+    BOS_SESSION
+        .replace("{bos}", &format!("http://{addr}/mcp/apps/bos/platform"))
+        .replace("{key}", DEMO_API_KEY)
+}
+
 /// What `sluice demo` prints once it listens on `addr`: where to point an MCP client and a
 /// copy-pasteable session.
 pub fn banner(addr: std::net::SocketAddr) -> String {
     let base = format!("http://{addr}/runtime/demo/agent");
     let session = MCP_SESSION.replace("{mcp}", &format!("{base}/mcp"));
+    let bos = bos_session(addr);
     format!(
         "sluice demo is listening on http://{addr}\n\
          \n\
@@ -56,6 +77,10 @@ pub fn banner(addr: std::net::SocketAddr) -> String {
          A federated read streaming each source's pages (bos/source-results/v1), then one merged\n\
          result (the archive source is slower than its timeout, so the result is partial):\n\
          curl -N $MCP $H -d '{{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"tools/call\",\"params\":{{\"name\":\"find_people\",\"arguments\":{{\"query\":\"a\"}},\"_meta\":{{\"io.modelcontextprotocol/clientCapabilities\":{{\"experimental\":{{\"bos/source-results/v1\":{{}}}}}}}}}}}}'\n\
+         \n\
+         The same read through the BOS platform endpoint: the demo key's contexts, the tools of\n\
+         its context, then bos_execute streaming find_people inside the identity envelope:\n\
+         {bos}\n\
          \n\
          Authentication: the demo tenant lets anonymous callers in (development only) and checks any\n\
          credential that is presented. With the demo API key, then a wrong one (401 + OAuth challenge):\n\
@@ -94,6 +119,9 @@ mod tests {
             "-X DELETE $MCP",
             "curl -N $MCP $H",
             "bos/source-results/v1",
+            "BOS=http://127.0.0.1:8080/mcp/apps/bos/platform",
+            "bos_list_contexts",
+            "bos_execute",
         ] {
             assert!(banner.contains(needle), "{needle}");
         }

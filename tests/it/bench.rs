@@ -3,18 +3,15 @@
 //! answers checked in both eras over HTTP/1.1 and h2, JSON and SSE, events per answer, errors
 //! by kind, the JSON results file, and `bench idle` holding sessions and streams.
 
-use std::net::SocketAddr;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use sluice::bench::{self, Flags, Report};
-use sluice::catalog::Catalog;
-use sluice::ServeConfig;
+
+use crate::support::Demo;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 /// The demo tenant's MCP endpoint.
 const MCP_PATH: &str = "/runtime/demo/agent/mcp";
@@ -23,33 +20,7 @@ const SOURCE_RESULTS_META: &str = r#"{"io.modelcontextprotocol/clientCapabilitie
 
 // === support ===
 
-/// sluice serving the demo on 127.0.0.1:0; shuts down when dropped.
-struct Demo {
-    addr: SocketAddr,
-    _stop: oneshot::Sender<()>,
-}
-
 impl Demo {
-    async fn start() -> Demo {
-        let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", api.local_addr().unwrap());
-        tokio::spawn(sluice::demo::serve_api(api, std::future::pending()));
-        let config =
-            sluice::catalog::load::parse(&sluice::demo::config_text(&base), "demo").unwrap();
-        let catalog = Arc::new(Catalog::from_config(&config).unwrap());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(
-            listener,
-            ServeConfig::from_catalog(catalog),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
-        Demo { addr, _stop: stop }
-    }
-
     fn url(&self) -> String {
         format!("http://{}{MCP_PATH}", self.addr)
     }

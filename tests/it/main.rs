@@ -6,6 +6,7 @@ mod bos;
 mod catalog;
 mod cli;
 mod cluster;
+mod demo;
 mod federation;
 mod http;
 mod invoke;

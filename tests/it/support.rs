@@ -91,3 +91,39 @@ pub async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
         body,
     }
 }
+
+/// sluice serving the bundled demo (`sluice demo`: the demo APIs and its configuration) on
+/// 127.0.0.1:0; shuts down when dropped.
+pub struct Demo {
+    pub addr: SocketAddr,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Demo {
+    pub async fn start() -> Demo {
+        let api = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", api.local_addr().expect("addr"));
+        tokio::spawn(sluice::demo::serve_api(api, std::future::pending()));
+        let config = sluice::catalog::load::parse(&sluice::demo::config_text(&base), "demo")
+            .expect("the demo configuration parses");
+        let catalog = std::sync::Arc::new(
+            sluice::catalog::Catalog::from_config(&config)
+                .expect("the demo configuration is valid"),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(sluice::serve(
+            listener,
+            sluice::ServeConfig::from_catalog(catalog),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Demo { addr, _stop: stop }
+    }
+}
