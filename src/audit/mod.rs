@@ -192,6 +192,56 @@ impl Audit {
     }
 }
 
+/// Writes the `cancelled` record of a call whose future is dropped before it wrote its own
+/// record (hyper drops a request's future when its client goes away; a stream's task drops its
+/// work when the stream is closed), so every call writes exactly one record.
+///
+/// Hold it across the call, armed, and [`CancelGuard::disarm`] it right after the normal record
+/// was queued (no await point between the two). Dropped armed, it builds the record with
+/// `build` (the call's identity, its duration so far) and queues it without waiting
+/// ([`Audit::try_record`]) with outcome [`Outcome::Cancelled`]. Costs nothing more than the
+/// references it holds until then: no allocation, no clock read.
+#[must_use = "a guard dropped at once records every call as cancelled"]
+pub struct CancelGuard<'a, F: FnOnce() -> Option<Record>> {
+    audit: &'a Audit,
+    build: Option<F>,
+}
+
+impl<'a, F: FnOnce() -> Option<Record>> CancelGuard<'a, F> {
+    /// An armed guard; `build` makes the cancelled call's record (`None`: not audited).
+    pub fn new(audit: &'a Audit, build: F) -> Self {
+        Self {
+            audit,
+            build: Some(build),
+        }
+    }
+
+    /// The call wrote its own record: nothing to write on drop.
+    pub fn disarm(mut self) {
+        self.build = None;
+    }
+}
+
+impl<F: FnOnce() -> Option<Record>> Drop for CancelGuard<'_, F> {
+    fn drop(&mut self) {
+        let Some(build) = self.build.take() else {
+            return;
+        };
+        if let Some(mut record) = build() {
+            record.outcome = Outcome::Cancelled;
+            self.audit.try_record(record);
+        }
+    }
+}
+
+/// The `detail` of a cancelled call's record: the downstream's status when it had answered.
+pub fn cancelled_detail(downstream_status: Option<u16>) -> String {
+    match downstream_status {
+        Some(status) => format!("client disconnected; downstream answered {status}"),
+        None => "client disconnected".to_owned(),
+    }
+}
+
 /// Owns the background writer's life cycle; call [`AuditWriter::shutdown`] when the server
 /// stops so queued records are written.
 ///

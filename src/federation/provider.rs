@@ -17,9 +17,11 @@ use hyper_util::client::legacy::Client;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
-use super::SourceErrorCode;
+use super::{LimitReason, SourceErrorCode};
 use crate::catalog::model::Source;
+use crate::invoke::{AnswerBudget, AnswerReservation, OverBudget};
 
 /// How long establishing a provider connection may take; past it the source is
 /// `source_unavailable` (the per-source timeout still bounds the whole read).
@@ -62,9 +64,12 @@ pub enum ProviderError {
     /// A record names another source identity or record type than the one read.
     #[error("provider record does not match the source")]
     IdentityMismatch,
-    /// The source kept returning cursors past `max_pages_per_source`.
+    /// The source kept returning cursors past its page limit.
     #[error("provider returned too many pages")]
     TooManyPages,
+    /// The page would take the process past its downstream answer budget.
+    #[error("{0}")]
+    Busy(OverBudget),
 }
 
 impl ProviderError {
@@ -82,7 +87,17 @@ impl ProviderError {
             | Self::Status(_)
             | Self::TooLarge { .. }
             | Self::Malformed(_)
-            | Self::TooManyPages => SourceErrorCode::SourceUnavailable,
+            | Self::TooManyPages
+            | Self::Busy(_) => SourceErrorCode::SourceUnavailable,
+        }
+    }
+
+    /// The server limit that cut the source, when one did (`error.reason`).
+    pub fn reason(&self) -> Option<LimitReason> {
+        match self {
+            Self::TooManyPages => Some(LimitReason::PageLimit),
+            Self::Busy(_) => Some(LimitReason::AnswerBudget),
+            _ => None,
         }
     }
 
@@ -173,6 +188,8 @@ type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
 pub struct ProviderClient {
     client: HttpClient,
     max_body_bytes: usize,
+    /// Provider page bytes held at once count here (unlimited until `with_answer_budget`).
+    budget: Arc<AnswerBudget>,
 }
 
 impl std::fmt::Debug for ProviderClient {
@@ -194,7 +211,14 @@ impl ProviderClient {
         Self {
             client,
             max_body_bytes,
+            budget: AnswerBudget::new(0),
         }
+    }
+
+    /// Counts page bodies against `budget` while they are read and parsed.
+    pub fn with_answer_budget(mut self, budget: Arc<AnswerBudget>) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// Reads one page: GET with `accept: application/json` and the source's credential.
@@ -204,13 +228,18 @@ impl ProviderClient {
         source: &Source,
         url: &str,
     ) -> Result<ProviderPage, ProviderError> {
-        let body = self.fetch_body(source, url).await?;
+        // The body's reservation is held until it is parsed (`_held` drops at the end).
+        let (body, _held) = self.fetch_body(source, url).await?;
         parse_page(&body).inspect_err(|err| {
             tracing::debug!(source = %source.source_identity, error = %err, "provider page rejected");
         })
     }
 
-    async fn fetch_body(&self, source: &Source, url: &str) -> Result<Bytes, ProviderError> {
+    async fn fetch_body(
+        &self,
+        source: &Source,
+        url: &str,
+    ) -> Result<(Bytes, AnswerReservation), ProviderError> {
         let uri: Uri = url.parse().map_err(|_| ProviderError::BadRequest)?;
         let mut request = Request::get(uri)
             .header(ACCEPT, "application/json")
@@ -247,8 +276,10 @@ impl ProviderClient {
         if declared.is_some_and(|n| n > limit as u64) {
             return Err(ProviderError::TooLarge { limit });
         }
+        let declared = declared.unwrap_or(0) as usize;
+        let mut held = self.budget.reserve(declared).map_err(ProviderError::Busy)?;
         let mut body = response.into_body();
-        let mut buf = BytesMut::with_capacity(declared.unwrap_or(0) as usize);
+        let mut buf = BytesMut::with_capacity(declared);
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|err| ProviderError::Transport(Box::new(err)))?;
             let Ok(data) = frame.into_data() else {
@@ -257,9 +288,11 @@ impl ProviderClient {
             if buf.len().saturating_add(data.len()) > limit {
                 return Err(ProviderError::TooLarge { limit });
             }
+            held.ensure(buf.len() + data.len(), limit)
+                .map_err(ProviderError::Busy)?;
             buf.extend_from_slice(&data);
         }
-        Ok(buf.freeze())
+        Ok((buf.freeze(), held))
     }
 }
 
