@@ -3,8 +3,9 @@
 //!
 //! - `record.rs`: [`Record`], [`CallType`], [`Surface`], [`Outcome`] and the JSON-lines encoder.
 //! - `sink.rs`: opening the sink (stdout or an append-mode file) and the writer thread.
-//! - this file: the [`Audit`] handle the request path holds, and the [`AuditWriter`] that owns
-//!   the writer's life cycle.
+//! - this file: the [`Audit`] handle the request path holds, the [`CancelGuard`] that records a
+//!   call dropped before it finished (its client went away) as `cancelled`, and the
+//!   [`AuditWriter`] that owns the writer's life cycle.
 //!
 //! The queue between them is a bounded tokio channel of `settings.queue` records, so memory is
 //! bounded whatever the sink does. When it is full, `when_full = "block"` makes

@@ -225,7 +225,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"notifications/bos/source_result","params":{"requestId":"search-1","sequence":3,"pageIndex":0,"source":{"source_type":"example","source_identity":"other-demo-source"},"records":[],"status":"error","error":{"code":"source_timeout"},"context":{"context_handle":"H","is_default":true}}}"#
         );
         let mut out = BytesMut::new();
-        let mut cut = event(SourceStatus::Error, Some(SourceErrorCode::SourceUnavailable));
+        let mut cut = event(
+            SourceStatus::Error,
+            Some(SourceErrorCode::SourceUnavailable),
+        );
         cut.reason = Some(LimitReason::PageLimit);
         cut.write_notification(&mut out, b"7", None);
         assert_eq!(

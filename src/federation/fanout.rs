@@ -46,7 +46,10 @@ enum Message {
 type Failure = (SourceErrorCode, Option<LimitReason>);
 
 /// The terminal of a source cut by the read's record limit.
-const RECORD_LIMIT: Failure = (SourceErrorCode::SourceUnavailable, Some(LimitReason::RecordLimit));
+const RECORD_LIMIT: Failure = (
+    SourceErrorCode::SourceUnavailable,
+    Some(LimitReason::RecordLimit),
+);
 
 /// What every source read shares, borrowed from the `run` future.
 struct ReadContext<'a> {

@@ -2,7 +2,8 @@
 //!
 //! Owns `ProviderClient` (one pooled hyper-util client, HTTPS through hyper-rustls like
 //! `invoke/client.rs`), `page_url`, `parse_page`, and `ProviderError` with its mapping onto the
-//! contract's source error codes. Must not emit events, merge records or apply timeouts (the run
+//! contract's source error codes. Every page body counts against the process-wide answer budget
+//! (`invoke/budget.rs`) while it is read and parsed. Must not emit events, merge records or apply timeouts (the run
 //! loop in `fanout.rs` owns time). Provider messages, URLs and credentials never leave this file
 //! except in `tracing` debug lines, and credentials not even there ("Provider exceptions and
 //! credentials are excluded").

@@ -138,7 +138,10 @@ mod tests {
         let budget = AnswerBudget::new(1000);
         let a = budget.reserve(600).unwrap();
         assert_eq!(budget.held(), 600);
-        assert_eq!(budget.reserve(401).unwrap_err(), OverBudget { budget: 1000 });
+        assert_eq!(
+            budget.reserve(401).unwrap_err(),
+            OverBudget { budget: 1000 }
+        );
         assert_eq!(budget.held(), 600, "a refused reservation holds nothing");
         let b = budget.reserve(400).unwrap();
         assert_eq!(budget.held(), 1000);
@@ -156,7 +159,11 @@ mod tests {
         r.ensure(10, 300_000).unwrap();
         assert_eq!(r.bytes(), MIN_GROWTH);
         r.ensure(MIN_GROWTH, 300_000).unwrap();
-        assert_eq!(r.bytes(), MIN_GROWTH, "within the reservation: no atomic operation");
+        assert_eq!(
+            r.bytes(),
+            MIN_GROWTH,
+            "within the reservation: no atomic operation"
+        );
         r.ensure(MIN_GROWTH + 1, 300_000).unwrap();
         assert_eq!(r.bytes(), 2 * MIN_GROWTH);
         r.ensure(250_000, 300_000).unwrap();

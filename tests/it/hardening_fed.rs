@@ -305,11 +305,11 @@ fn stateless_call(tool: &str, stream: bool) -> (String, Vec<(&'static str, Strin
         capabilities = json!({"experimental": {OPT_IN: {}}});
     }
     let body = json!({"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{
-        "name": tool, "arguments": {"query": "x"}, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-        }}});
+    "name": tool, "arguments": {"query": "x"}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    }}});
     let headers = vec![
         ("accept", "application/json, text/event-stream".to_owned()),
         ("content-type", "application/json".to_owned()),
@@ -471,7 +471,10 @@ async fn a_provider_that_always_returns_a_cursor_ends_at_max_pages_with_a_partia
     assert_eq!(metadata["completeness"], "partial");
     assert_eq!(metadata["result_count"], 3 * PROVIDER_PAGE);
     assert_eq!(result["isError"], true);
-    assert_eq!(source_errors(metadata), [("endless".to_owned(), page_limit)]);
+    assert_eq!(
+        source_errors(metadata),
+        [("endless".to_owned(), page_limit)]
+    );
 }
 
 #[tokio::test]
@@ -479,11 +482,7 @@ async fn the_default_page_limit_bounds_a_source_that_sets_none() {
     let providers = providers().await;
     let s = Sluice::start(
         "federated_max_pages = 4",
-        &federated_tool(
-            "endless",
-            "",
-            &[federated_source("endless", providers, "")],
-        ),
+        &federated_tool("endless", "", &[federated_source("endless", providers, "")]),
     )
     .await;
     let reply = support::send(s.addr, mcp_request(s.addr, "endless", false)).await;
@@ -505,11 +504,7 @@ async fn max_records_stops_every_source_and_the_result_is_partial() {
         federated_source("endless-a", providers, "max_pages = 1000"),
         federated_source("endless-b", providers, "max_pages = 1000"),
     ];
-    let s = Sluice::start(
-        "",
-        &federated_tool("capped", "max_records = 45", &sources),
-    )
-    .await;
+    let s = Sluice::start("", &federated_tool("capped", "max_records = 45", &sources)).await;
     let record_limit = json!({"code": "source_unavailable", "reason": "record_limit"});
 
     let response = support::open(s.addr, mcp_request(s.addr, "capped", true)).await;
@@ -656,11 +651,7 @@ async fn a_federated_stream_cut_mid_way_is_recorded_once_as_cancelled() {
     let providers = providers().await;
     let s = Sluice::start(
         "",
-        &federated_tool(
-            "people",
-            "",
-            &[federated_source("once", providers, "")],
-        ),
+        &federated_tool("people", "", &[federated_source("once", providers, "")]),
     )
     .await;
     let response = support::open(s.addr, mcp_request(s.addr, "people", true)).await;
