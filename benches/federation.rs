@@ -192,6 +192,7 @@ fn bench_fanout(c: &mut Criterion) {
                 timeout_ms: Some(60_000),
                 credential: None,
                 page_limit: Some(PROVIDER_PAGE as u32),
+                max_pages: None,
                 capabilities: vec!["read".into()],
                 fields: SourceFields {
                     display_name: Some("name".into()),
@@ -207,6 +208,8 @@ fn bench_fanout(c: &mut Criterion) {
     let tool = FederatedDownstream {
         record_type: "person".into(),
         deadline_ms: Some(120_000),
+        // Every record is read: the bench measures the whole run, not the record limit.
+        max_records: Some((SOURCES * RECORDS_PER_SOURCE) as u32),
         sources,
     };
     let federation = Federation::new(FederationConfig::default());

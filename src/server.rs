@@ -150,6 +150,8 @@ impl ServeConfig {
                 bos_handle_secret: std::env::var("SLUICE_BOS_HANDLE_SECRET")
                     .ok()
                     .or_else(|| settings.bos_handle_secret.clone()),
+                federated_max_pages: settings.federated_max_pages as usize,
+                federated_max_records: settings.federated_max_records as usize,
                 ..DispatcherConfig::default()
             },
             sessions_enabled: settings.sessions_enabled,

@@ -3,8 +3,9 @@
 //!
 //! - `record.rs`: [`Record`], [`CallType`], [`Surface`], [`Outcome`] and the JSON-lines encoder.
 //! - `sink.rs`: opening the sink (stdout or an append-mode file) and the writer thread.
-//! - this file: the [`Audit`] handle the request path holds, and the [`AuditWriter`] that owns
-//!   the writer's life cycle.
+//! - this file: the [`Audit`] handle the request path holds, the [`CancelGuard`] that records a
+//!   call dropped before it finished (its client went away) as `cancelled`, and the
+//!   [`AuditWriter`] that owns the writer's life cycle.
 //!
 //! The queue between them is a bounded tokio channel of `settings.queue` records, so memory is
 //! bounded whatever the sink does. When it is full, `when_full = "block"` makes
@@ -189,6 +190,56 @@ impl Audit {
 
     fn count_dropped(&self) {
         self.inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Writes the `cancelled` record of a call whose future is dropped before it wrote its own
+/// record (hyper drops a request's future when its client goes away; a stream's task drops its
+/// work when the stream is closed), so every call writes exactly one record.
+///
+/// Hold it across the call, armed, and [`CancelGuard::disarm`] it right after the normal record
+/// was queued (no await point between the two). Dropped armed, it builds the record with
+/// `build` (the call's identity, its duration so far) and queues it without waiting
+/// ([`Audit::try_record`]) with outcome [`Outcome::Cancelled`]. Costs nothing more than the
+/// references it holds until then: no allocation, no clock read.
+#[must_use = "a guard dropped at once records every call as cancelled"]
+pub struct CancelGuard<'a, F: FnOnce() -> Option<Record>> {
+    audit: &'a Audit,
+    build: Option<F>,
+}
+
+impl<'a, F: FnOnce() -> Option<Record>> CancelGuard<'a, F> {
+    /// An armed guard; `build` makes the cancelled call's record (`None`: not audited).
+    pub fn new(audit: &'a Audit, build: F) -> Self {
+        Self {
+            audit,
+            build: Some(build),
+        }
+    }
+
+    /// The call wrote its own record: nothing to write on drop.
+    pub fn disarm(mut self) {
+        self.build = None;
+    }
+}
+
+impl<F: FnOnce() -> Option<Record>> Drop for CancelGuard<'_, F> {
+    fn drop(&mut self) {
+        let Some(build) = self.build.take() else {
+            return;
+        };
+        if let Some(mut record) = build() {
+            record.outcome = Outcome::Cancelled;
+            self.audit.try_record(record);
+        }
+    }
+}
+
+/// The `detail` of a cancelled call's record: the downstream's status when it had answered.
+pub fn cancelled_detail(downstream_status: Option<u16>) -> String {
+    match downstream_status {
+        Some(status) => format!("client disconnected; downstream answered {status}"),
+        None => "client disconnected".to_owned(),
     }
 }
 

@@ -115,15 +115,20 @@ pub enum Outcome {
     Denied,
     /// The request was refused before it ran (bad session, limits).
     Rejected,
+    /// The client went away (closed the connection or the stream) before the call finished;
+    /// the work was cancelled. `duration_us` is how long it ran; `detail` names the downstream's
+    /// status when it had answered.
+    Cancelled,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 4] = [
+    pub const ALL: [Outcome; 5] = [
         Outcome::Ok,
         Outcome::Error,
         Outcome::Denied,
         Outcome::Rejected,
+        Outcome::Cancelled,
     ];
 
     /// The snake_case name written in the `outcome` field.
@@ -133,6 +138,7 @@ impl Outcome {
             Outcome::Error => "error",
             Outcome::Denied => "denied",
             Outcome::Rejected => "rejected",
+            Outcome::Cancelled => "cancelled",
         }
     }
 }

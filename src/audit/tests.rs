@@ -228,9 +228,10 @@ fn surfaces_and_outcomes_serialize_snake_case() {
         });
         assert_eq!(line["surface"], json!(name));
     }
-    for (outcome, name) in Outcome::ALL
-        .into_iter()
-        .zip(["ok", "error", "denied", "rejected"])
+    for (outcome, name) in
+        Outcome::ALL
+            .into_iter()
+            .zip(["ok", "error", "denied", "rejected", "cancelled"])
     {
         assert_eq!(serde_json::to_value(outcome).ok(), Some(json!(name)));
         let line = line_of(&Record {

@@ -91,6 +91,19 @@ pub struct ServerSettings {
     /// Most downstream calls one tenant may have in flight at once; a call past it waits up to
     /// its timeout for a slot, then fails as a timeout.
     pub max_downstream_per_tenant: usize,
+    /// Downstream answer bytes (tool responses and federation provider pages) the whole process
+    /// holds at once; an answer that would take it past this fails at once ("server busy": 503
+    /// on REST, an `isError` result in MCP, `source_unavailable` for a federated source). 0
+    /// disables the budget.
+    pub downstream_answer_budget_bytes: usize,
+    /// Most pages read from one federated source when the source sets no `max_pages`; a source
+    /// still returning a cursor then ends with `source_unavailable` (reason `page_limit`) and the
+    /// result is partial.
+    pub federated_max_pages: u32,
+    /// Most records one federated read delivers when the tool sets no `max_records`; past it
+    /// every unfinished source ends with `source_unavailable` (reason `record_limit`) and the
+    /// result is partial.
+    pub federated_max_records: u32,
     /// The HMAC key BOS context handles are signed with; the same on every instance (handles
     /// are valid wherever they are presented). `SLUICE_BOS_HANDLE_SECRET` overrides it; required
     /// (at least 32 bytes) when a tenant has `bos_context`s.
@@ -279,6 +292,9 @@ impl Default for ServerSettings {
             bos_handle_secret: None,
             max_streams_per_session: 8,
             max_downstream_per_tenant: 512,
+            downstream_answer_budget_bytes: 256 * 1024 * 1024,
+            federated_max_pages: 100,
+            federated_max_records: 10_000,
             source_results: SourceResultsSettings::default(),
             audit: AuditSettings::default(),
             log: LogSettings::default(),
@@ -550,6 +566,10 @@ pub struct FederatedDownstream {
     /// The operation deadline in milliseconds: sources still running then are cancelled and
     /// reported `source_timeout`; delivered records are kept.
     pub deadline_ms: Option<u64>,
+    /// Most records this read delivers, all sources together (default `[server]
+    /// federated_max_records`); past it every unfinished source ends with `source_unavailable`
+    /// (reason `record_limit`), delivered records are kept and the result is partial.
+    pub max_records: Option<u32>,
     /// The sources, read concurrently (at most `maxConcurrentSources` at once).
     #[serde(default, rename = "source")]
     pub sources: Vec<Source>,
@@ -575,6 +595,10 @@ pub struct Source {
     pub credential: Option<SourceCredential>,
     /// `limit` asked of the provider per page (default: the extension's page size).
     pub page_limit: Option<u32>,
+    /// Most provider pages read from this source (default `[server] federated_max_pages`); a
+    /// source still returning a cursor then ends with `source_unavailable` (reason
+    /// `page_limit`), its delivered pages kept and the result partial.
+    pub max_pages: Option<u32>,
     /// Capabilities published in each record's provenance (default `["read"]`).
     #[serde(default = "read_capability")]
     pub capabilities: Vec<String>,

@@ -193,6 +193,22 @@ fn check_cluster(report: &mut Report, cluster: &super::model::ClusterSettings) {
     }
 }
 
+/// `[server]` federated read limits: 0 would end every read before its first page.
+fn check_federated_limits(report: &mut Report, server: &super::model::ServerSettings) {
+    if server.federated_max_pages == 0 {
+        report.push(
+            &Loc::root().with("server", "federated_max_pages"),
+            "federated_max_pages must be at least 1",
+        );
+    }
+    if server.federated_max_records == 0 {
+        report.push(
+            &Loc::root().with("server", "federated_max_records"),
+            "federated_max_records must be at least 1",
+        );
+    }
+}
+
 /// Whether `name` is a valid tool name: `[A-Za-z0-9_.-]{1,128}`.
 pub fn is_valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
@@ -235,6 +251,7 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
         );
     }
     check_cluster(&mut report, &config.cluster);
+    check_federated_limits(&mut report, &config.server);
 
     let mut tenant_ids = HashSet::new();
     let mut global_key_ids = HashSet::new();
@@ -572,6 +589,9 @@ fn check_federated(
     if federated.deadline_ms == Some(0) {
         report.push(loc, "deadline_ms must be greater than zero");
     }
+    if federated.max_records == Some(0) {
+        report.push(loc, "max_records must be greater than zero");
+    }
     if federated.sources.is_empty() {
         report.push(loc, "a federated tool needs at least one source");
     }
@@ -598,6 +618,9 @@ fn check_federated(
         }
         if source.page_limit == Some(0) {
             report.push(&sloc, "page_limit must be greater than zero");
+        }
+        if source.max_pages == Some(0) {
+            report.push(&sloc, "max_pages must be greater than zero");
         }
         if let Some(credential) = &source.credential {
             if http::HeaderName::from_bytes(credential.header.as_bytes()).is_err()

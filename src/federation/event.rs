@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use super::record::{write_records, write_str, FederatedRecord};
-use super::SourceErrorCode;
+use super::{LimitReason, SourceErrorCode};
 
 /// The JSON-RPC method of a source event.
 pub const SOURCE_RESULT_METHOD: &str = "notifications/bos/source_result";
@@ -82,13 +82,16 @@ pub struct SourceEvent {
     pub status: SourceStatus,
     /// The error code of an `error` terminal.
     pub error: Option<SourceErrorCode>,
+    /// The server limit behind a `source_unavailable` terminal, when one cut the source
+    /// (written as `error.reason`).
+    pub reason: Option<LimitReason>,
 }
 
 impl SourceEvent {
     /// Writes the whole JSON-RPC notification:
     /// `{"jsonrpc":"2.0","method":"notifications/bos/source_result","params":{"requestId":…,
-    /// "sequence":n,"pageIndex":n,"source":{…},"records":[…],"status":"…"[,"error":{"code":"…"}]
-    /// [,"context":{…}]}}`. `request_id_json` and `context_json` are written verbatim (they must
+    /// "sequence":n,"pageIndex":n,"source":{…},"records":[…],"status":"…"[,"error":{"code":"…"
+    /// [,"reason":"…"]}][,"context":{…}]}}`. `request_id_json` and `context_json` are written verbatim (they must
     /// be JSON text: the request id as received, the public context object).
     pub fn write_notification(
         &self,
@@ -114,7 +117,13 @@ impl SourceEvent {
         if let Some(code) = self.error {
             out.put_slice(b",\"error\":{\"code\":\"");
             out.put_slice(code.as_str().as_bytes());
-            out.put_slice(b"\"}");
+            out.put_u8(b'"');
+            if let Some(reason) = self.reason {
+                out.put_slice(b",\"reason\":\"");
+                out.put_slice(reason.as_str().as_bytes());
+                out.put_u8(b'"');
+            }
+            out.put_u8(b'}');
         }
         if let Some(context) = context_json {
             out.put_slice(b",\"context\":");
@@ -199,6 +208,7 @@ mod tests {
             records: vec![],
             status,
             error,
+            reason: None,
         }
     }
 
@@ -213,6 +223,17 @@ mod tests {
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"jsonrpc":"2.0","method":"notifications/bos/source_result","params":{"requestId":"search-1","sequence":3,"pageIndex":0,"source":{"source_type":"example","source_identity":"other-demo-source"},"records":[],"status":"error","error":{"code":"source_timeout"},"context":{"context_handle":"H","is_default":true}}}"#
+        );
+        let mut out = BytesMut::new();
+        let mut cut = event(
+            SourceStatus::Error,
+            Some(SourceErrorCode::SourceUnavailable),
+        );
+        cut.reason = Some(LimitReason::PageLimit);
+        cut.write_notification(&mut out, b"7", None);
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"jsonrpc":"2.0","method":"notifications/bos/source_result","params":{"requestId":7,"sequence":3,"pageIndex":0,"source":{"source_type":"example","source_identity":"other-demo-source"},"records":[],"status":"error","error":{"code":"source_unavailable","reason":"page_limit"}}}"#
         );
         let mut out = BytesMut::new();
         event(SourceStatus::Complete, None).write_notification(&mut out, b"7", None);

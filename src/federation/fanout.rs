@@ -1,8 +1,9 @@
 //! The run loop of one federated read.
 //!
 //! Owns reading each source page by page (validation, mapping, delivery chunks, source-local
-//! federation), the concurrency limit, per-source timeouts, the operation deadline, sequencing
-//! and page indexes, and collecting what was delivered into the final outcome.
+//! federation), the concurrency limit, per-source timeouts, the operation deadline, the page
+//! limit of each source and the record limit of the read, sequencing and page indexes, and
+//! collecting what was delivered into the final outcome.
 //!
 //! Shape: every source read is a future in one `FuturesUnordered` polled by the `run` future
 //! itself (no spawned task), gated by a semaphore of `max_concurrent_sources` permits. Reads send
@@ -22,7 +23,7 @@ use super::merge::merge_records;
 use super::provider::{page_url, ProviderClient, ProviderError, ProviderVersion};
 use super::record::{FederatedRecord, SourceMapping};
 use super::result::{rfc3339_utc, FederatedOutcome, SourceFailure, SourceObservation};
-use super::{FederationConfig, SourceErrorCode};
+use super::{FederationConfig, LimitReason, SourceErrorCode};
 use crate::catalog::model::{FederatedDownstream, Source};
 
 /// What a source read tells the loop, in its own order.
@@ -37,9 +38,18 @@ enum Message {
     /// The source's end: `None` when complete.
     Terminal {
         source_idx: usize,
-        error: Option<SourceErrorCode>,
+        error: Option<Failure>,
     },
 }
+
+/// A source's failure: the contract's code and, when a limit of this server cut it, why.
+type Failure = (SourceErrorCode, Option<LimitReason>);
+
+/// The terminal of a source cut by the read's record limit.
+const RECORD_LIMIT: Failure = (
+    SourceErrorCode::SourceUnavailable,
+    Some(LimitReason::RecordLimit),
+);
 
 /// What every source read shares, borrowed from the `run` future.
 struct ReadContext<'a> {
@@ -58,8 +68,8 @@ struct SourceState {
     pages: u64,
     /// When its first page (or its completion) was emitted.
     observed_at: Option<String>,
-    /// `Some(None)`: completed; `Some(Some(code))`: failed; `None`: still running.
-    terminal: Option<Option<SourceErrorCode>>,
+    /// `Some(None)`: completed; `Some(Some(failure))`: failed; `None`: still running.
+    terminal: Option<Option<Failure>>,
 }
 
 /// The loop's state: sequencing, per-source states and everything delivered.
@@ -68,6 +78,12 @@ struct Collector<'s> {
     sequence: u64,
     sources: Vec<SourceState>,
     delivered: Vec<FederatedRecord>,
+    /// Most records delivered (the read's record limit); `delivered.len()` never exceeds it.
+    max_records: usize,
+    /// Set when a page did not fit under `max_records`: the read stops.
+    record_limit_hit: bool,
+    /// Whether pages carry their records (`EventSink::is_streaming`).
+    streaming: bool,
 }
 
 impl Collector<'_> {
@@ -75,9 +91,27 @@ impl Collector<'_> {
         match message {
             Message::Page {
                 source_idx,
-                shown,
-                raw,
+                mut shown,
+                mut raw,
             } => {
+                if self.sources[source_idx].terminal.is_some() {
+                    // Cut already (record limit): what it still sends is not delivered.
+                    return Ok(());
+                }
+                let room = self.max_records.saturating_sub(self.delivered.len());
+                let cut = raw.len() > room;
+                if cut {
+                    self.record_limit_hit = true;
+                    raw.truncate(room);
+                    shown = if self.streaming && !raw.is_empty() {
+                        merge_records(raw.clone())
+                    } else {
+                        Vec::new()
+                    };
+                    if raw.is_empty() {
+                        return self.terminate(source_idx, Some(RECORD_LIMIT)).await;
+                    }
+                }
                 let state = &mut self.sources[source_idx];
                 state.pages += 1;
                 if state.observed_at.is_none() {
@@ -86,7 +120,11 @@ impl Collector<'_> {
                 let (page_index, source) = (state.pages, state.source.clone());
                 self.delivered.extend(raw);
                 self.emit(page_index, source, shown, SourceStatus::Page, None)
-                    .await
+                    .await?;
+                if cut {
+                    self.terminate(source_idx, Some(RECORD_LIMIT)).await?;
+                }
+                Ok(())
             }
             Message::Terminal { source_idx, error } => self.terminate(source_idx, error).await,
         }
@@ -95,7 +133,7 @@ impl Collector<'_> {
     async fn terminate(
         &mut self,
         source_idx: usize,
-        error: Option<SourceErrorCode>,
+        error: Option<Failure>,
     ) -> Result<(), SinkClosed> {
         let state = &mut self.sources[source_idx];
         if state.terminal.is_some() {
@@ -114,13 +152,21 @@ impl Collector<'_> {
             .await
     }
 
+    /// Ends every source still running with `failure`.
+    async fn terminate_unfinished(&mut self, failure: Failure) -> Result<(), SinkClosed> {
+        for source_idx in 0..self.sources.len() {
+            self.terminate(source_idx, Some(failure)).await?;
+        }
+        Ok(())
+    }
+
     async fn emit(
         &mut self,
         page_index: u64,
         source: SourceRef,
         records: Vec<FederatedRecord>,
         status: SourceStatus,
-        error: Option<SourceErrorCode>,
+        error: Option<Failure>,
     ) -> Result<(), SinkClosed> {
         self.sequence += 1;
         let event = SourceEvent {
@@ -129,7 +175,8 @@ impl Collector<'_> {
             source,
             records,
             status,
-            error,
+            error: error.map(|(code, _)| code),
+            reason: error.and_then(|(_, reason)| reason),
         };
         self.sink.emit(event).await
     }
@@ -139,14 +186,16 @@ impl Collector<'_> {
         let mut source_errors = Vec::new();
         for state in self.sources {
             match state.terminal {
-                Some(Some(code)) => source_errors.push(SourceFailure {
+                Some(Some((code, reason))) => source_errors.push(SourceFailure {
                     source: state.source.clone(),
                     code,
+                    reason,
                 }),
                 // Only a cancelled run leaves sources without a terminal.
                 None => source_errors.push(SourceFailure {
                     source: state.source.clone(),
                     code: SourceErrorCode::SourceUnavailable,
+                    reason: None,
                 }),
                 Some(None) => {}
             }
@@ -175,6 +224,8 @@ enum Ending {
     Finished,
     /// The operation deadline fired first.
     Deadline,
+    /// The read delivered its most records.
+    RecordLimit,
     /// The sink closed.
     SinkClosed,
 }
@@ -200,12 +251,13 @@ pub(crate) async fn run(
         .map(|source| SourceMapping::new(source, &record_type))
         .collect();
     let slots = Semaphore::new(config.max_concurrent_sources);
+    let streaming = sink.is_streaming();
     let context = ReadContext {
         config,
         client,
         query,
         record_type: &record_type,
-        streaming: sink.is_streaming(),
+        streaming,
         slots: &slots,
     };
     let mut collector = Collector {
@@ -224,6 +276,12 @@ pub(crate) async fn run(
             })
             .collect(),
         delivered: Vec::new(),
+        max_records: tool
+            .max_records
+            .map_or(config.max_records_per_call, |n| n as usize)
+            .max(1),
+        record_limit_hit: false,
+        streaming,
     };
 
     let (tx, mut rx) = mpsc::channel::<Message>(config.max_concurrent_sources);
@@ -247,6 +305,9 @@ pub(crate) async fn run(
                 Some(message) => {
                     if collector.handle(message).await.is_err() {
                         break Ending::SinkClosed;
+                    }
+                    if collector.record_limit_hit {
+                        break Ending::RecordLimit;
                     }
                 }
                 None => break Ending::Finished,
@@ -273,15 +334,26 @@ pub(crate) async fn run(
                 }
             }
             if !closed {
-                for source_idx in 0..collector.sources.len() {
-                    let result = collector
-                        .terminate(source_idx, Some(SourceErrorCode::SourceTimeout))
-                        .await;
-                    if result.is_err() {
-                        closed = true;
-                        break;
-                    }
+                closed = collector
+                    .terminate_unfinished((SourceErrorCode::SourceTimeout, None))
+                    .await
+                    .is_err();
+            }
+            collector.into_outcome(invoked_at, closed)
+        }
+        Ending::RecordLimit => {
+            tracing::debug!("federated read record limit reached; cutting unfinished sources");
+            // What the reads queued before they were dropped: terminals still count (a source
+            // that completed is complete); pages no longer fit, so their sources are cut.
+            let mut closed = false;
+            while let Some(message) = rx.recv().await {
+                if collector.handle(message).await.is_err() {
+                    closed = true;
+                    break;
                 }
+            }
+            if !closed {
+                closed = collector.terminate_unfinished(RECORD_LIMIT).await.is_err();
             }
             collector.into_outcome(invoked_at, closed)
         }
@@ -313,11 +385,11 @@ async fn read_source(
                 code = err.code().as_str(),
                 "federated source failed"
             );
-            Some(err.code())
+            Some((err.code(), err.reason()))
         }
         Err(_) => {
             tracing::debug!(source = %source.source_identity, "federated source timed out");
-            Some(SourceErrorCode::SourceTimeout)
+            Some((SourceErrorCode::SourceTimeout, None))
         }
     };
     // A closed channel means the loop is gone; nothing is left to tell.
@@ -336,8 +408,12 @@ async fn read_pages(
     let limit = source
         .page_limit
         .map_or(page_size, |limit| (limit as usize).max(1));
+    let max_pages = source
+        .max_pages
+        .map_or(context.config.max_pages_per_source, |n| n as usize)
+        .max(1);
     let mut cursor: Option<String> = None;
-    for _ in 0..context.config.max_pages_per_source {
+    for _ in 0..max_pages {
         let url = page_url(&source.url, context.query, cursor.as_deref(), limit);
         let page = context.client.fetch_page(source, &url).await?;
         // "Records are validated against the authorized source before publication": one

@@ -74,9 +74,16 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 /// Default largest provider body read; a larger one ends the source with `source_unavailable`.
 pub const DEFAULT_MAX_PROVIDER_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// Default most pages read from one source; a source still returning a cursor then ends with
-/// `source_unavailable` (its delivered pages are kept).
-pub const DEFAULT_MAX_PAGES_PER_SOURCE: usize = 1000;
+/// Default most pages read from one source (a source's `max_pages` overrides it; `[server]
+/// federated_max_pages`); a source still returning a cursor then ends with `source_unavailable`
+/// and reason `page_limit` (its delivered pages are kept, the result is partial).
+pub const DEFAULT_MAX_PAGES_PER_SOURCE: usize = 100;
+
+/// Default most records one read delivers, all sources together (a tool's `max_records`
+/// overrides it; `[server] federated_max_records`); past it the read stops: every unfinished
+/// source ends with `source_unavailable` and reason `record_limit`, the delivered records are
+/// kept and the result is partial.
+pub const DEFAULT_MAX_RECORDS_PER_CALL: usize = 10_000;
 
 /// The contract's source error codes ("one of source_timeout, source_identity_mismatch,
 /// provider_authorization_required, rate_limited, or source_unavailable").
@@ -107,6 +114,31 @@ impl SourceErrorCode {
     }
 }
 
+/// Why this server cut a source that ended with `source_unavailable`: its own limit, not the
+/// provider. The contract's error codes are a closed set, so the code stays
+/// `source_unavailable` and this is written next to it as `error.reason` (in the source's
+/// `error` terminal and in its `metadata.source_errors` entry); absent for other failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LimitReason {
+    /// The source kept returning `next_cursor` past its page limit.
+    PageLimit,
+    /// The read delivered its most records; this source was still running (or had more).
+    RecordLimit,
+    /// The process-wide downstream answer budget could not hold the source's page.
+    AnswerBudget,
+}
+
+impl LimitReason {
+    /// The reason on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PageLimit => "page_limit",
+            Self::RecordLimit => "record_limit",
+            Self::AnswerBudget => "answer_budget",
+        }
+    }
+}
+
 /// Limits of federated reads (advertised as `pageSize` and `maxConcurrentSources`).
 #[derive(Debug, Clone)]
 pub struct FederationConfig {
@@ -120,8 +152,10 @@ pub struct FederationConfig {
     pub default_deadline: Duration,
     /// Largest provider body read.
     pub max_provider_body_bytes: usize,
-    /// Most pages read from one source.
+    /// Most pages read from one source whose `max_pages` is unset.
     pub max_pages_per_source: usize,
+    /// Most records one read delivers when the tool's `max_records` is unset.
+    pub max_records_per_call: usize,
 }
 
 impl Default for FederationConfig {
@@ -133,6 +167,7 @@ impl Default for FederationConfig {
             default_deadline: DEFAULT_DEADLINE,
             max_provider_body_bytes: DEFAULT_MAX_PROVIDER_BODY_BYTES,
             max_pages_per_source: DEFAULT_MAX_PAGES_PER_SOURCE,
+            max_records_per_call: DEFAULT_MAX_RECORDS_PER_CALL,
         }
     }
 }
@@ -151,11 +186,20 @@ impl Federation {
         config.page_size = config.page_size.max(1);
         config.max_concurrent_sources = config.max_concurrent_sources.max(1);
         config.max_pages_per_source = config.max_pages_per_source.max(1);
+        config.max_records_per_call = config.max_records_per_call.max(1);
         let client = ProviderClient::new(config.max_provider_body_bytes);
         Self {
             config: Arc::new(config),
             client,
         }
+    }
+
+    /// Counts every provider page against `budget` (the process-wide answer budget the tool
+    /// client shares): a page it cannot hold ends its source with `source_unavailable`, reason
+    /// `answer_budget`.
+    pub fn with_answer_budget(mut self, budget: Arc<crate::invoke::AnswerBudget>) -> Self {
+        self.client = self.client.with_answer_budget(budget);
+        self
     }
 
     /// The limits in force.

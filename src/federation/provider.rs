@@ -2,7 +2,8 @@
 //!
 //! Owns `ProviderClient` (one pooled hyper-util client, HTTPS through hyper-rustls like
 //! `invoke/client.rs`), `page_url`, `parse_page`, and `ProviderError` with its mapping onto the
-//! contract's source error codes. Must not emit events, merge records or apply timeouts (the run
+//! contract's source error codes. Every page body counts against the process-wide answer budget
+//! (`invoke/budget.rs`) while it is read and parsed. Must not emit events, merge records or apply timeouts (the run
 //! loop in `fanout.rs` owns time). Provider messages, URLs and credentials never leave this file
 //! except in `tracing` debug lines, and credentials not even there ("Provider exceptions and
 //! credentials are excluded").
@@ -17,9 +18,11 @@ use hyper_util::client::legacy::Client;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
-use super::SourceErrorCode;
+use super::{LimitReason, SourceErrorCode};
 use crate::catalog::model::Source;
+use crate::invoke::{AnswerBudget, AnswerReservation, OverBudget};
 
 /// How long establishing a provider connection may take; past it the source is
 /// `source_unavailable` (the per-source timeout still bounds the whole read).
@@ -62,9 +65,12 @@ pub enum ProviderError {
     /// A record names another source identity or record type than the one read.
     #[error("provider record does not match the source")]
     IdentityMismatch,
-    /// The source kept returning cursors past `max_pages_per_source`.
+    /// The source kept returning cursors past its page limit.
     #[error("provider returned too many pages")]
     TooManyPages,
+    /// The page would take the process past its downstream answer budget.
+    #[error("{0}")]
+    Busy(OverBudget),
 }
 
 impl ProviderError {
@@ -82,7 +88,17 @@ impl ProviderError {
             | Self::Status(_)
             | Self::TooLarge { .. }
             | Self::Malformed(_)
-            | Self::TooManyPages => SourceErrorCode::SourceUnavailable,
+            | Self::TooManyPages
+            | Self::Busy(_) => SourceErrorCode::SourceUnavailable,
+        }
+    }
+
+    /// The server limit that cut the source, when one did (`error.reason`).
+    pub fn reason(&self) -> Option<LimitReason> {
+        match self {
+            Self::TooManyPages => Some(LimitReason::PageLimit),
+            Self::Busy(_) => Some(LimitReason::AnswerBudget),
+            _ => None,
         }
     }
 
@@ -173,6 +189,8 @@ type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
 pub struct ProviderClient {
     client: HttpClient,
     max_body_bytes: usize,
+    /// Provider page bytes held at once count here (unlimited until `with_answer_budget`).
+    budget: Arc<AnswerBudget>,
 }
 
 impl std::fmt::Debug for ProviderClient {
@@ -194,7 +212,14 @@ impl ProviderClient {
         Self {
             client,
             max_body_bytes,
+            budget: AnswerBudget::new(0),
         }
+    }
+
+    /// Counts page bodies against `budget` while they are read and parsed.
+    pub fn with_answer_budget(mut self, budget: Arc<AnswerBudget>) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// Reads one page: GET with `accept: application/json` and the source's credential.
@@ -204,13 +229,18 @@ impl ProviderClient {
         source: &Source,
         url: &str,
     ) -> Result<ProviderPage, ProviderError> {
-        let body = self.fetch_body(source, url).await?;
+        // The body's reservation is held until it is parsed (`_held` drops at the end).
+        let (body, _held) = self.fetch_body(source, url).await?;
         parse_page(&body).inspect_err(|err| {
             tracing::debug!(source = %source.source_identity, error = %err, "provider page rejected");
         })
     }
 
-    async fn fetch_body(&self, source: &Source, url: &str) -> Result<Bytes, ProviderError> {
+    async fn fetch_body(
+        &self,
+        source: &Source,
+        url: &str,
+    ) -> Result<(Bytes, AnswerReservation), ProviderError> {
         let uri: Uri = url.parse().map_err(|_| ProviderError::BadRequest)?;
         let mut request = Request::get(uri)
             .header(ACCEPT, "application/json")
@@ -247,8 +277,10 @@ impl ProviderClient {
         if declared.is_some_and(|n| n > limit as u64) {
             return Err(ProviderError::TooLarge { limit });
         }
+        let declared = declared.unwrap_or(0) as usize;
+        let mut held = self.budget.reserve(declared).map_err(ProviderError::Busy)?;
         let mut body = response.into_body();
-        let mut buf = BytesMut::with_capacity(declared.unwrap_or(0) as usize);
+        let mut buf = BytesMut::with_capacity(declared);
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|err| ProviderError::Transport(Box::new(err)))?;
             let Ok(data) = frame.into_data() else {
@@ -257,9 +289,11 @@ impl ProviderClient {
             if buf.len().saturating_add(data.len()) > limit {
                 return Err(ProviderError::TooLarge { limit });
             }
+            held.ensure(buf.len() + data.len(), limit)
+                .map_err(ProviderError::Busy)?;
             buf.extend_from_slice(&data);
         }
-        Ok(buf.freeze())
+        Ok((buf.freeze(), held))
     }
 }
 

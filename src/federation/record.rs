@@ -345,6 +345,7 @@ mod tests {
             timeout_ms: None,
             credential: None,
             page_limit: None,
+            max_pages: None,
             capabilities: vec!["read".into()],
             fields,
         }

@@ -12,7 +12,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::event::SourceRef;
 use super::record::{write_records, write_str, FederatedRecord};
-use super::SourceErrorCode;
+use super::{LimitReason, SourceErrorCode};
 
 /// A source that delivered (or completed), for `metadata.provenance`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,8 @@ pub struct SourceFailure {
     pub source: SourceRef,
     /// Its error code.
     pub code: SourceErrorCode,
+    /// The server limit that cut it, when one did (`error.reason`).
+    pub reason: Option<LimitReason>,
 }
 
 /// The final result of a run.
@@ -112,7 +114,13 @@ impl FederatedOutcome {
             failure.source.write_json(out);
             out.put_slice(b",\"error\":{\"code\":\"");
             out.put_slice(failure.code.as_str().as_bytes());
-            out.put_slice(b"\"}}");
+            out.put_u8(b'"');
+            if let Some(reason) = failure.reason {
+                out.put_slice(b",\"reason\":\"");
+                out.put_slice(reason.as_str().as_bytes());
+                out.put_u8(b'"');
+            }
+            out.put_slice(b"}}");
         }
         out.put_slice(b"]}}");
     }
@@ -203,13 +211,21 @@ mod tests {
                 source: source("demo-source"),
                 observed_at: "2026-10-08T12:00:00+00:00".into(),
             }],
-            source_errors: vec![SourceFailure {
-                source: source("other-demo-source"),
-                code: SourceErrorCode::SourceTimeout,
-            }],
+            source_errors: vec![
+                SourceFailure {
+                    source: source("other-demo-source"),
+                    code: SourceErrorCode::SourceTimeout,
+                    reason: None,
+                },
+                SourceFailure {
+                    source: source("paging-source"),
+                    code: SourceErrorCode::SourceUnavailable,
+                    reason: Some(LimitReason::PageLimit),
+                },
+            ],
             cancelled: false,
         };
-        let expected = r#"{"result":[],"metadata":{"retrieval_mode":"live_provider","cache_baseline_applied":false,"source_delta_applied":false,"completeness":"partial","result_count":0,"observed_at":"2026-10-08T12:00:00+00:00","provenance":[{"source_type":"example","source_identity":"demo-source","observed_at":"2026-10-08T12:00:00+00:00"}],"source_errors":[{"source":{"source_type":"example","source_identity":"other-demo-source"},"error":{"code":"source_timeout"}}]}}"#;
+        let expected = r#"{"result":[],"metadata":{"retrieval_mode":"live_provider","cache_baseline_applied":false,"source_delta_applied":false,"completeness":"partial","result_count":0,"observed_at":"2026-10-08T12:00:00+00:00","provenance":[{"source_type":"example","source_identity":"demo-source","observed_at":"2026-10-08T12:00:00+00:00"}],"source_errors":[{"source":{"source_type":"example","source_identity":"other-demo-source"},"error":{"code":"source_timeout"}},{"source":{"source_type":"example","source_identity":"paging-source"},"error":{"code":"source_unavailable","reason":"page_limit"}}]}}"#;
         assert_eq!(&outcome.operation_result_json()[..], expected.as_bytes());
         assert!(outcome.is_partial());
 

@@ -266,6 +266,7 @@ fn source(identity: &str, url: String) -> Source {
         timeout_ms: None,
         credential: None,
         page_limit: None,
+        max_pages: None,
         capabilities: vec!["read".into()],
         fields: SourceFields {
             display_name: Some("name".into()),
@@ -281,6 +282,7 @@ fn tool(sources: Vec<Source>) -> FederatedDownstream {
     FederatedDownstream {
         record_type: "person".into(),
         deadline_ms: None,
+        max_records: None,
         sources,
     }
 }

@@ -3,7 +3,8 @@
 //! Owns `Invoker` (built once, shared behind an `Arc`): one pooled hyper-util legacy client
 //! (HTTP/1.1 keep-alive; HTTPS through hyper-rustls with webpki roots and the ring provider,
 //! plain HTTP for loopback and test downstreams), the per-call timeout around the whole exchange,
-//! the bounded response body, and response translation. Must not know MCP framing.
+//! the bounded response body, the process-wide answer budget (`budget.rs`) every body read
+//! counts against, and response translation. Must not know MCP framing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use simd_json::BorrowedValue as Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::budget::{AnswerBudget, AnswerReservation, DEFAULT_ANSWER_BUDGET_BYTES};
 use super::correlation::{CallContext, CorrelationPolicy};
 use super::error::{ArgumentProblem, InvokeError, ResponseProblem};
 use super::request::build_request;
@@ -61,6 +63,10 @@ pub struct InvokerConfig {
     /// it waits for a slot within its own timeout, then fails as a timeout (504), so one tenant's
     /// slow API cannot take every connection and task of the process.
     pub max_per_tenant: usize,
+    /// `downstream_answer_budget_bytes`: downstream answer bytes the process holds at once
+    /// (tool responses and federation provider pages); an answer past it fails at once
+    /// ([`InvokeError::Busy`]); 0: unlimited.
+    pub answer_budget_bytes: usize,
 }
 
 impl Default for InvokerConfig {
@@ -73,6 +79,7 @@ impl Default for InvokerConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             unknown_fields: UnknownFields::Ignore,
             max_per_tenant: DEFAULT_MAX_PER_TENANT,
+            answer_budget_bytes: DEFAULT_ANSWER_BUDGET_BYTES,
         }
     }
 }
@@ -135,18 +142,22 @@ impl InvokerConfig {
             connect_timeout: Duration::from_millis(settings.downstream_connect_timeout_ms),
             default_timeout: Duration::from_millis(settings.downstream_timeout_ms),
             max_per_tenant: settings.max_downstream_per_tenant,
+            answer_budget_bytes: settings.downstream_answer_budget_bytes,
             ..Self::default()
         }
     }
 }
 
 /// A successful call's result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct InvokeOutput {
     /// The (translated) result as JSON.
     pub body: Bytes,
     /// Whether the result is a JSON object (MCP puts objects in `structuredContent`).
     pub is_object: bool,
+    /// The answer's bytes counted against the process's answer budget, given back when the
+    /// output is dropped (after the surface has built its response from `body`).
+    pub held: Option<AnswerReservation>,
 }
 
 type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -192,6 +203,8 @@ pub struct Invoker {
     client: HttpClient,
     config: InvokerConfig,
     limiter: Arc<TenantLimiter>,
+    /// Answer bytes held at once, process-wide (shared with the federation's provider client).
+    budget: Arc<AnswerBudget>,
     /// Downstream failures are counted here by code.
     metrics: Option<Arc<crate::metrics::Metrics>>,
 }
@@ -213,10 +226,12 @@ impl Invoker {
             config.max_idle_per_host,
         );
         let limiter = Arc::new(TenantLimiter::new(config.max_per_tenant));
+        let budget = AnswerBudget::new(config.answer_budget_bytes);
         Self {
             client,
             config,
             limiter,
+            budget,
             metrics: None,
         }
     }
@@ -231,6 +246,11 @@ impl Invoker {
     /// Downstream calls of `tenant` in flight now (bounded by `max_per_tenant`).
     pub fn in_flight(&self, tenant: &str) -> usize {
         self.limiter.in_flight(tenant)
+    }
+
+    /// The process-wide answer budget every downstream body read counts against.
+    pub fn answer_budget(&self) -> &Arc<AnswerBudget> {
+        &self.budget
     }
 
     /// The settings it was built with.
@@ -260,7 +280,7 @@ impl Invoker {
         args: &Value<'_>,
     ) -> Result<InvokeOutput, InvokeError> {
         let request = self.prepare(plan, policy, ctx, args)?;
-        let body = self.send(tenant, plan, request).await?;
+        let body = self.send_in(tenant, plan, request, Some(ctx)).await?;
         self.translate_response(plan, body)
     }
 
@@ -279,7 +299,7 @@ impl Invoker {
                 .map_err(|_| InvokeError::argument("", ArgumentProblem::InvalidJson))?;
             self.prepare(plan, policy, ctx, &value)?
         };
-        let body = self.send(tenant, plan, request).await?;
+        let body = self.send_in(tenant, plan, request, Some(ctx)).await?;
         self.translate_response(plan, body)
     }
 
@@ -290,6 +310,18 @@ impl Invoker {
         tenant: &str,
         plan: &ToolPlan,
         request: Request<Full<Bytes>>,
+    ) -> Result<ResponseBody, InvokeError> {
+        self.send_in(tenant, plan, request, None).await
+    }
+
+    /// [`Invoker::send`], noting the downstream's status in `ctx` as soon as it is known (an
+    /// audit record of a call cancelled afterwards carries it).
+    async fn send_in(
+        &self,
+        tenant: &str,
+        plan: &ToolPlan,
+        request: Request<Full<Bytes>>,
+        ctx: Option<&CallContext>,
     ) -> Result<ResponseBody, InvokeError> {
         let timeout = plan.timeout.unwrap_or(self.config.default_timeout);
         let exchange = async {
@@ -302,6 +334,9 @@ impl Invoker {
                 }
             })?;
             let status = response.status();
+            if let Some(ctx) = ctx {
+                ctx.downstream_status.set(status);
+            }
             if !status.is_success() {
                 // The body is not read: it is never shown and the connection is not reused.
                 return Err(InvokeError::Status(status));
@@ -317,7 +352,14 @@ impl Invoker {
                     limit,
                 }));
             }
-            read_body(response.into_body(), limit, declared.unwrap_or(0) as usize).await
+            // Reserved before the first byte is read: over budget, the call fails now.
+            let declared = declared.unwrap_or(0) as usize;
+            let mut held = self.budget.reserve(declared).map_err(InvokeError::Busy)?;
+            let data = read_body(response.into_body(), limit, declared, &mut held).await?;
+            Ok(ResponseBody {
+                data,
+                held: Some(held),
+            })
         };
         let result = match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
@@ -335,10 +377,13 @@ impl Invoker {
         plan: &ToolPlan,
         body: ResponseBody,
     ) -> Result<InvokeOutput, InvokeError> {
+        let ResponseBody { data, held } = body;
         let Some(output) = &plan.output else {
-            return pass_through(body.into_bytes());
+            let mut output = pass_through(data.into_bytes())?;
+            output.held = held;
+            return Ok(output);
         };
-        let mut bytes = body.into_bytes_mut();
+        let mut bytes = data.into_bytes_mut();
         if is_blank(&bytes) {
             return Err(InvokeError::InvalidResponse(ResponseProblem::NotAnObject));
         }
@@ -350,13 +395,22 @@ impl Invoker {
         Ok(InvokeOutput {
             body: out.freeze(),
             is_object: true,
+            held,
         })
     }
 }
 
-/// A downstream body as read: one chunk kept as it arrived, or several joined.
+/// A downstream body as read, with its bytes counted against the answer budget until it is
+/// dropped (or handed on to the [`InvokeOutput`]).
 #[derive(Debug)]
-pub enum ResponseBody {
+pub struct ResponseBody {
+    data: BodyData,
+    held: Option<AnswerReservation>,
+}
+
+/// The bytes of a body: one chunk kept as it arrived, or several joined.
+#[derive(Debug)]
+enum BodyData {
     /// The body arrived in one frame (or none): no copy was made.
     Single(Bytes),
     /// The body arrived in several frames, joined.
@@ -364,8 +418,22 @@ pub enum ResponseBody {
 }
 
 impl ResponseBody {
-    /// The body as immutable bytes (no copy).
+    /// The body as immutable bytes (no copy); its reservation is given back.
     pub fn into_bytes(self) -> Bytes {
+        self.data.into_bytes()
+    }
+
+    /// Wraps bytes (for tests and benches); counts against no budget.
+    pub fn from_bytes(bytes: Bytes) -> Self {
+        Self {
+            data: BodyData::Single(bytes),
+            held: None,
+        }
+    }
+}
+
+impl BodyData {
+    fn into_bytes(self) -> Bytes {
         match self {
             Self::Single(b) => b,
             Self::Joined(b) => b.freeze(),
@@ -373,16 +441,11 @@ impl ResponseBody {
     }
 
     /// The body as a mutable buffer (copies a shared single chunk).
-    pub fn into_bytes_mut(self) -> BytesMut {
+    fn into_bytes_mut(self) -> BytesMut {
         match self {
             Self::Single(b) => BytesMut::from(b),
             Self::Joined(b) => b,
         }
-    }
-
-    /// Wraps bytes (for tests and benches).
-    pub fn from_bytes(bytes: Bytes) -> Self {
-        Self::Single(bytes)
     }
 }
 
@@ -390,7 +453,8 @@ async fn read_body(
     mut body: hyper::body::Incoming,
     limit: usize,
     declared: usize,
-) -> Result<ResponseBody, InvokeError> {
+    held: &mut AnswerReservation,
+) -> Result<BodyData, InvokeError> {
     let mut first: Option<Bytes> = None;
     let mut joined: Option<BytesMut> = None;
     let mut total = 0usize;
@@ -405,6 +469,8 @@ async fn read_body(
                 limit,
             }));
         }
+        // Within the reservation this is a comparison; past it, one atomic step.
+        held.ensure(total, limit).map_err(InvokeError::Busy)?;
         match (&mut first, &mut joined) {
             (_, Some(buf)) => buf.extend_from_slice(&data),
             (None, None) => first = Some(data),
@@ -417,9 +483,9 @@ async fn read_body(
         }
     }
     Ok(match (first, joined) {
-        (_, Some(buf)) => ResponseBody::Joined(buf),
-        (Some(b), None) => ResponseBody::Single(b),
-        (None, None) => ResponseBody::Single(Bytes::new()),
+        (_, Some(buf)) => BodyData::Joined(buf),
+        (Some(b), None) => BodyData::Single(b),
+        (None, None) => BodyData::Single(Bytes::new()),
     })
 }
 
@@ -434,12 +500,17 @@ fn pass_through(body: Bytes) -> Result<InvokeOutput, InvokeError> {
         return Ok(InvokeOutput {
             body: Bytes::from_static(b"null"),
             is_object: false,
+            held: None,
         });
     }
     serde_json::from_slice::<serde::de::IgnoredAny>(&body)
         .map_err(|_| InvokeError::InvalidResponse(ResponseProblem::NotJson))?;
     let is_object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    Ok(InvokeOutput { body, is_object })
+    Ok(InvokeOutput {
+        body,
+        is_object,
+        held: None,
+    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 //! `"(),/:;<=>?@[\]{}` (and never space, control bytes or non-ASCII). A value that fails is
 //! ignored: not recorded, not echoed, not forwarded; it is logged at debug level.
 
+use std::sync::atomic::{AtomicU16, Ordering};
+
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::catalog::model::{Correlation, CorrelationStrategy};
@@ -152,6 +154,30 @@ impl LazyExecutionId {
     }
 }
 
+/// The status a downstream answered a call with, once its response head has arrived: the
+/// audit record of a call cancelled afterwards (the client went away) carries it. Written by the
+/// invoker, read by the surfaces; one relaxed atomic, no lock.
+#[derive(Debug, Default)]
+pub struct DownstreamStatus(AtomicU16);
+
+impl DownstreamStatus {
+    /// Notes the downstream's status.
+    pub fn set(&self, status: http::StatusCode) {
+        self.0.store(status.as_u16(), Ordering::Relaxed);
+    }
+
+    /// The downstream's status, when it has answered.
+    pub fn get(&self) -> Option<u16> {
+        Some(self.0.load(Ordering::Relaxed)).filter(|&status| status != 0)
+    }
+}
+
+impl Clone for DownstreamStatus {
+    fn clone(&self) -> Self {
+        Self(AtomicU16::new(self.0.load(Ordering::Relaxed)))
+    }
+}
+
 /// The correlation facts of one call.
 #[derive(Debug, Clone)]
 pub struct CallContext {
@@ -159,6 +185,8 @@ pub struct CallContext {
     pub execution_id: LazyExecutionId,
     /// The client's accepted `X-Correlation-Id`, if any.
     pub external_correlation_id: Option<ExternalCorrelationId>,
+    /// The downstream's status once it answered (for the record of a cancelled call).
+    pub downstream_status: DownstreamStatus,
 }
 
 impl CallContext {
@@ -167,6 +195,7 @@ impl CallContext {
         Self {
             execution_id: LazyExecutionId::default(),
             external_correlation_id,
+            downstream_status: DownstreamStatus::default(),
         }
     }
 

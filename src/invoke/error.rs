@@ -4,7 +4,7 @@
 //! three-way `ErrorClass` the REST and MCP surfaces map to a status or result, and the
 //! client-safe message. Must not map to HTTP statuses or JSON-RPC codes itself: that happens once,
 //! in `http/` (invalid arguments → 400 / -32602, downstream failure → 502 / `isError: true`,
-//! timeout → 504 / `isError: true`).
+//! timeout → 504 / `isError: true`, answer budget exhausted → 503 / `isError: true`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -26,6 +26,9 @@ pub enum ErrorClass {
     Downstream,
     /// The downstream did not answer within the tool's timeout: 504; `isError: true`.
     Timeout,
+    /// This server cannot hold the answer now (the process-wide answer budget is exhausted):
+    /// 503; `isError: true`. Retrying shortly may succeed.
+    Busy,
 }
 
 /// What is wrong with one argument.
@@ -139,6 +142,10 @@ pub enum InvokeError {
     /// The request could not be built (an internal inconsistency, not the caller's fault).
     #[error("downstream request could not be built: {0}")]
     Request(Cow<'static, str>),
+    /// Holding the answer would take the process past `downstream_answer_budget_bytes`; the
+    /// rest of the body is not read.
+    #[error("{0}")]
+    Busy(super::budget::OverBudget),
 }
 
 impl InvokeError {
@@ -152,6 +159,7 @@ impl InvokeError {
             Self::Status(_) => "status_5xx",
             Self::Timeout(_) => "timeout",
             Self::InvalidResponse(_) => "invalid_response",
+            Self::Busy(_) => "answer_budget",
             _ => "invalid_arguments",
         }
     }
@@ -170,6 +178,7 @@ impl InvokeError {
                 ErrorClass::InvalidArguments
             }
             Self::Timeout(_) => ErrorClass::Timeout,
+            Self::Busy(_) => ErrorClass::Busy,
             Self::Connect(_)
             | Self::Transport(_)
             | Self::Status(_)
@@ -199,6 +208,11 @@ impl InvokeError {
     /// Whether the caller's arguments were rejected (including the schema-discovery rule).
     pub fn is_invalid_arguments(&self) -> bool {
         self.class() == ErrorClass::InvalidArguments
+    }
+
+    /// Whether the answer was refused for the process-wide answer budget.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Self::Busy(_))
     }
 
     /// Whether the downstream answered with a body that could not be used.
@@ -246,6 +260,10 @@ impl InvokeError {
                 Cow::Borrowed("The downstream service returned an invalid response.")
             }
             Self::Request(_) => Cow::Borrowed("The downstream request could not be built."),
+            Self::Busy(_) => Cow::Borrowed(
+                "Server busy: too many large downstream answers are being held right now; \
+                 try again shortly.",
+            ),
         }
     }
 }
@@ -305,6 +323,15 @@ mod tests {
             Some(StatusCode::BAD_GATEWAY)
         );
         assert!(InvokeError::Timeout(Duration::ZERO).is_timeout());
+        let busy = InvokeError::Busy(crate::invoke::budget::OverBudget { budget: 1 });
+        assert!(busy.is_busy());
+        assert_eq!(busy.metric_code(), "answer_budget");
+        check(
+            busy,
+            ErrorClass::Busy,
+            "Server busy: too many large downstream answers are being held right now; try \
+             again shortly.",
+        );
         assert!(InvokeError::InvalidResponse(ResponseProblem::NotJson).is_invalid_response());
     }
 }

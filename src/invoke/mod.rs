@@ -7,12 +7,14 @@
 //! JSON bytes plus whether they are an object; errors are `InvokeError` with an `ErrorClass` the
 //! surfaces map.
 
+pub mod budget;
 pub mod client;
 pub mod correlation;
 pub mod error;
 pub mod request;
 pub mod translate;
 
+pub use budget::{AnswerBudget, AnswerReservation, OverBudget, DEFAULT_ANSWER_BUDGET_BYTES};
 pub use client::{InvokeOutput, Invoker, InvokerConfig};
 pub use correlation::{
     CallContext, CorrelationPolicy, ExecutionId, ExternalCorrelationId, CORRELATION_ID_HEADER,

@@ -6,7 +6,9 @@
 //! tool of the tenant logs payloads — "tools/list Response Logging"), `resources/read`
 //! (`resource_read`) and `prompts/get` (`prompt_get`). A tool with `log_payloads` also gets its
 //! arguments (`request`) and result (`response`) recorded. Lifecycle traffic (`initialize`,
-//! `ping`, other listings) is not audited. Must not write anything itself: records go to the
+//! `ping`, other listings) is not audited. A call whose client goes away before it finishes is
+//! recorded once, `cancelled` ([`cancelled_record`], written by the dispatcher's drop guard); a
+//! streamed federated read is recorded once, as `source_result_stream`, when its stream ends. Must not write anything itself: records go to the
 //! [`Audit`] sink.
 
 use std::time::Instant;
@@ -71,6 +73,25 @@ pub async fn record(
     record.response = response;
     record.tools_list = tools_list;
     audit.record(record).await;
+}
+
+/// The record of an audited call whose client went away before it finished: outcome
+/// `cancelled`, its duration so far, and the downstream's status when it had answered.
+pub fn cancelled_record(
+    scope: &Scope<'_>,
+    method: &str,
+    params: Option<&Payload<'_>>,
+    started: Instant,
+) -> Option<Record> {
+    let name = super::meta::routing_name(method, params);
+    let call_type = call_type(method, name)?;
+    let record = scope_record(scope, call_type, name)
+        .with_outcome(Outcome::Cancelled, None)
+        .with_duration(started.elapsed())
+        .with_detail(crate::audit::cancelled_detail(
+            scope.call.downstream_status.get(),
+        ));
+    Some(record)
 }
 
 /// A record of `call_type` with the request's identity: tenant, client, caller, session, surface,

@@ -103,8 +103,18 @@ impl Dispatcher {
     /// `CallToolResult` (the `result` object). Dropping the future cancels every source read.
     pub async fn run_federated(&self, call: &FederatedCall, sink: &mut dyn EventSink) -> Bytes {
         let started = Instant::now();
+        // Dropped mid-way (the client closed the stream): the closing record says `cancelled`.
+        let guard = crate::audit::CancelGuard::new(&self.audit, || {
+            call.audit.as_ref().map(|record| {
+                record
+                    .clone()
+                    .with_duration(started.elapsed())
+                    .with_detail(crate::audit::cancelled_detail(None))
+            })
+        });
         let Downstream::Federated(federated) = &call.tool.def.downstream else {
             // Only federated tools become a `FederatedCall`.
+            guard.disarm();
             return self.federated_result(call.era, None);
         };
         let outcome = self.federation.run(federated, &call.query, sink).await;
@@ -125,14 +135,20 @@ impl Dispatcher {
         };
         if let Some(record) = &call.audit {
             let mut record = record.clone().with_duration(started.elapsed());
-            if outcome.is_partial() {
+            if outcome.is_cancelled() {
+                // The sink closed: the client went away mid-stream.
+                record = record
+                    .with_outcome(Outcome::Cancelled, None)
+                    .with_detail(crate::audit::cancelled_detail(None));
+            } else if outcome.is_partial() {
                 record = record.with_outcome(Outcome::Error, Some("partial".to_owned()));
             }
-            if call.tool.def.log_payloads {
+            if call.tool.def.log_payloads && !outcome.is_cancelled() {
                 record.response = Some(result.clone());
             }
             self.audit.record(record).await;
         }
+        guard.disarm();
         result
     }
 

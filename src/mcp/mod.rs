@@ -150,6 +150,10 @@ pub struct DispatcherConfig {
     pub source_results: Option<SourceResultsAdvert>,
     /// The HMAC key of BOS context handles (the platform endpoint's tools need it).
     pub bos_handle_secret: Option<String>,
+    /// Most pages read from a federated source that sets no `max_pages`.
+    pub federated_max_pages: usize,
+    /// Most records a federated read delivers when its tool sets no `max_records`.
+    pub federated_max_records: usize,
 }
 
 impl Default for DispatcherConfig {
@@ -162,6 +166,8 @@ impl Default for DispatcherConfig {
             ttl_ms: 0,
             source_results: Some(SourceResultsAdvert::default()),
             bos_handle_secret: None,
+            federated_max_pages: crate::federation::DEFAULT_MAX_PAGES_PER_SOURCE,
+            federated_max_records: crate::federation::DEFAULT_MAX_RECORDS_PER_CALL,
         }
     }
 }
@@ -315,11 +321,17 @@ impl Dispatcher {
             .bos_handle_secret
             .as_deref()
             .map(|secret| crate::bos::HandleKey::new(secret.as_bytes()));
-        let federation = Arc::new(Federation::new(FederationConfig {
-            page_size: advert.page_size as usize,
-            max_concurrent_sources: advert.max_concurrent_sources as usize,
-            ..FederationConfig::default()
-        }));
+        // Provider pages count against the same answer budget as tool responses.
+        let federation = Arc::new(
+            Federation::new(FederationConfig {
+                page_size: advert.page_size as usize,
+                max_concurrent_sources: advert.max_concurrent_sources as usize,
+                max_pages_per_source: config.federated_max_pages,
+                max_records_per_call: config.federated_max_records,
+                ..FederationConfig::default()
+            })
+            .with_answer_budget(Arc::clone(invoker.answer_budget())),
+        );
         Self {
             config,
             invoker,
@@ -360,8 +372,16 @@ impl Dispatcher {
             return dispatch::request(self, scope, method, params).await;
         }
         let started = std::time::Instant::now();
+        // Dropped before the record below is queued (the client went away): `cancelled`.
+        let guard = crate::audit::CancelGuard::new(&self.audit, || {
+            audit::cancelled_record(scope, method, params, started)
+        });
         let outcome = dispatch::request(self, scope, method, params).await;
-        audit::record(&self.audit, scope, method, params, &outcome, started).await;
+        // A streamed federated read records itself when its stream ends (`source_result_stream`).
+        if !matches!(outcome, Ok(Reply::Federated(_))) {
+            audit::record(&self.audit, scope, method, params, &outcome, started).await;
+        }
+        guard.disarm();
         outcome
     }
 

@@ -8,7 +8,8 @@
 //! Errors (2025-11-25 "Error Handling", SEP-1303, protocol/mcp.md §3.2): protocol errors are
 //! JSON-RPC errors — an unknown tool (-32602 "Unknown tool: x"), params that do not fit
 //! CallToolRequest (no `name`, `arguments` not an object). Tool execution errors are results
-//! with `isError: true` — downstream failures, timeouts, and *input validation* failures
+//! with `isError: true` — downstream failures, timeouts, an answer the process-wide answer
+//! budget cannot hold ("Server busy: …", like any downstream failure), and *input validation* failures
 //! ("Input validation errors … should be reported as Tool Execution Errors rather than Protocol
 //! Errors, so the model can self-correct"): an argument missing or of the wrong type, or the
 //! `_schema_discovery`-only call. Their text is the invoker's `safe_message()` (no downstream
@@ -137,7 +138,7 @@ pub(crate) async fn call(
         Err(err) => {
             match err.class() {
                 ErrorClass::InvalidArguments => {}
-                ErrorClass::Timeout | ErrorClass::Downstream => {
+                ErrorClass::Timeout | ErrorClass::Downstream | ErrorClass::Busy => {
                     tracing::warn!(tool = %tool.name, error = %err, "tool call failed downstream");
                 }
             }

@@ -9,6 +9,7 @@
 //!
 //! Status codes: 200 with the result; 400 invalid JSON or arguments (JSON-RPC code -32602);
 //! 404 unknown tenant, client or tool; 413/415 from the body rules; 502 downstream failure;
+//! 503 when the process-wide downstream answer budget cannot hold the answer ("server busy");
 //! 504 downstream timeout. Every answer carries `X-Execution-Id`, and `X-External-Correlation-Id`
 //! when the client's `X-Correlation-Id` passed the acceptance rules.
 
@@ -22,7 +23,7 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 
 use crate::access::{Access, Admitted, Endpoint};
-use crate::audit::{Audit, CallType, Outcome, Record, Surface};
+use crate::audit::{cancelled_detail, Audit, CallType, CancelGuard, Outcome, Record, Surface};
 use crate::catalog::{self, Catalog};
 use crate::http::error::SERVER_ERROR;
 use crate::http::negotiate::is_json_content_type;
@@ -102,16 +103,30 @@ impl Rest {
     {
         let started = Instant::now();
         let ctx = CallContext::from_headers(&parts.headers);
+        let call_type = if name == catalog::schema::DISCOVER_TOOL_NAME {
+            CallType::SchemaDiscovery
+        } else {
+            CallType::ToolCall
+        };
+        // Dropped before the record below is queued (the client went away): `cancelled`.
+        let guard = CancelGuard::new(&self.audit, || {
+            self.audit.is_enabled().then(|| {
+                record(
+                    &ctx,
+                    &admitted,
+                    call_type,
+                    Some(name),
+                    Outcome::Cancelled,
+                    started,
+                )
+                .with_detail(cancelled_detail(ctx.downstream_status.get()))
+            })
+        });
         let (result, logged) = self
             .call_inner(parts, body, target, name, &ctx, &admitted)
             .await;
         let mut response = result.unwrap_or_else(Error::into_response);
         if self.audit.is_enabled() {
-            let call_type = if name == catalog::schema::DISCOVER_TOOL_NAME {
-                CallType::SchemaDiscovery
-            } else {
-                CallType::ToolCall
-            };
             let status = response.status();
             let outcome = if status.is_success() {
                 Outcome::Ok
@@ -126,6 +141,7 @@ impl Rest {
             record.response = logged.response;
             self.audit.record(record).await;
         }
+        guard.disarm();
         let headers = response.headers_mut();
         headers.insert(EXECUTION_ID_HEADER, ctx.execution_id.header_value());
         if let Some(external) = &ctx.external_correlation_id {
@@ -311,6 +327,10 @@ fn invoke_error(err: InvokeError) -> Error {
         ErrorClass::Downstream => {
             tracing::warn!(error = %err, "downstream failure");
             Error::BadGateway { message, id: None }
+        }
+        ErrorClass::Busy => {
+            tracing::warn!(error = %err, "downstream answer refused: answer budget exhausted");
+            Error::Unavailable(message)
         }
     }
 }

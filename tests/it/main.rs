@@ -8,6 +8,7 @@ mod cli;
 mod cluster;
 mod demo;
 mod federation;
+mod hardening_fed;
 mod http;
 mod invoke;
 mod jsonrpc;
