@@ -220,6 +220,21 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             );
         }
     }
+    let hosts = &config.server.allowed_hosts;
+    if hosts.iter().any(|entry| entry == "*") && hosts.len() > 1 {
+        report.push(
+            &Loc::root().with("server", "allowed_hosts"),
+            "allowed_hosts = [\"*\"] serves any Host: list nothing else with it".to_owned(),
+        );
+    }
+    for entry in hosts.iter().filter(|entry| *entry != "*") {
+        if let Err(err) = crate::http::guard::HostPattern::parse(entry) {
+            report.push(
+                &Loc::root().with("server", "allowed_hosts"),
+                err.to_string(),
+            );
+        }
+    }
     if config.server.audit.sink == super::model::AuditSink::File
         && config.server.audit.path.is_none()
     {
