@@ -838,6 +838,22 @@ id = "crm"
     }
 
     #[test]
+    fn allowed_hosts() {
+        check(
+            "[server]\nallowed_hosts = [\"mcp.example.com\", \"localhost:*\", \"[::1]:8080\"]\n",
+            &[],
+        );
+        check("[server]\nallowed_hosts = [\"*\"]\n", &[]);
+        check(
+            "[server]\nallowed_hosts = [\"*\", \"a\", \"http://b\"]\n",
+            &[
+                "server 'allowed_hosts': allowed_hosts = [\"*\"] serves any Host: list nothing else with it",
+                "server 'allowed_hosts': allowed_hosts entry 'http://b' is not host, host:port or host:* (IPv6 in brackets)",
+            ],
+        );
+    }
+
+    #[test]
     fn valid_minimal() {
         check("", &[]);
         check(TOOL, &[]);
