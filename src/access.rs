@@ -1,11 +1,12 @@
-//! The gate every tenant-scoped request passes before its surface sees it: `Origin`, tenant and
-//! client, credential → [`Caller`], per-tool scopes, and the protected-resource metadata those
-//! challenges point at.
+//! The gate every tenant-scoped request passes before its surface sees it: `Host` and `Origin`,
+//! tenant and client, credential → [`Caller`], per-tool scopes, and the protected-resource
+//! metadata those challenges point at.
 //!
-//! Order (each step's failure is final): Origin (403, DNS-rebinding guard) → tenant and client
-//! known to the current snapshot (404) → credential (401 with `WWW-Authenticate: Bearer
-//! resource_metadata="…"`, or 403 `insufficient_scope`). A refused credential is audited as an
-//! `auth_failure`. URLs in challenges and metadata are built from the configured public base URL
+//! Order (each step's failure is final): `Host` (400 when missing or doubled, 421 when not
+//! allowed) → `Origin` (403) — together the DNS-rebinding guard ([`Guard`]) → tenant and
+//! client known to the current snapshot (404) → credential (400 when `Authorization` and
+//! `X-API-Key` disagree, 401 with `WWW-Authenticate: Bearer resource_metadata="…"`, or 403
+//! `insufficient_scope`). A refused credential is audited as an `auth_failure`. URLs in challenges and metadata are built from the configured public base URL
 //! (`[server] public_url`), never from `Host`, so they are right behind proxies.
 //!
 //! Owns the mapping of [`AuthError`] to HTTP errors; must not validate credentials itself (that is
@@ -21,7 +22,8 @@ use crate::audit::{Audit, CallType, Outcome, Record, Surface};
 use crate::auth::{self, challenge, prm, AuthError, Authenticator, Caller};
 use crate::catalog::{ClientView, Snapshot};
 use crate::http::error::SERVER_ERROR;
-use crate::http::{guard, Error, Target};
+use crate::http::guard::Guard;
+use crate::http::{Error, Target};
 use crate::invoke::correlation::external_from_headers;
 
 /// Which endpoint of a tenant's client application a request addresses; decides the resource
@@ -80,22 +82,24 @@ pub struct Access {
     authenticator: Authenticator,
     /// `scheme://host[:port]` without a trailing slash.
     public_base: Arc<str>,
-    allowed_origins: Vec<String>,
+    /// The `Host` allowlist and the server's own origins.
+    guard: Guard,
     audit: Audit,
 }
 
 impl Access {
-    /// A gate validating API keys with `pepper`, building URLs on `public_base`.
+    /// A gate validating API keys with `pepper`, building URLs on `public_base`, checking `Host`
+    /// and `Origin` with `guard`.
     pub fn new(
         authenticator: Authenticator,
         public_base: &str,
-        allowed_origins: Vec<String>,
+        guard: Guard,
         audit: Audit,
     ) -> Self {
         Self {
             authenticator,
             public_base: public_base.trim_end_matches('/').into(),
-            allowed_origins,
+            guard,
             audit,
         }
     }
@@ -105,9 +109,9 @@ impl Access {
         &self.public_base
     }
 
-    /// Origins allowed besides the server's own.
-    pub fn allowed_origins(&self) -> &[String] {
-        &self.allowed_origins
+    /// The `Host` and `Origin` guard (preflights and CORS decoration use it too).
+    pub fn guard(&self) -> &Guard {
+        &self.guard
     }
 
     /// Runs the gate for a request to `endpoint` of `target`.
@@ -118,7 +122,8 @@ impl Access {
         endpoint: Endpoint,
         snapshot: Arc<Snapshot>,
     ) -> Result<Admitted, Error> {
-        guard::check_origin(&parts.headers, &parts.uri, &self.allowed_origins)?;
+        self.guard
+            .check(&parts.headers, &parts.uri, parts.version)?;
         let Some(view) = snapshot.client(&target.tenant, &target.client) else {
             return Err(unknown_client());
         };
@@ -153,7 +158,10 @@ impl Access {
         parts: &Parts,
         snapshot: Arc<Snapshot>,
     ) -> Result<(Admitted, crate::catalog::ClientKey), Error> {
-        guard::check_origin(&parts.headers, &parts.uri, &self.allowed_origins)?;
+        self.guard
+            .check(&parts.headers, &parts.uri, parts.version)?;
+        // Before the key names a tenant: two different credentials name no one.
+        auth::check_unambiguous(&parts.headers).map_err(|err| bad_credentials(&err))?;
         let metadata = prm::metadata_url(&self.public_base, crate::bos::PLATFORM_PATH);
         let refuse = |err: &AuthError| Error::Unauthorized {
             challenge: Some(challenge::www_authenticate(err, &metadata, &[])),
@@ -253,6 +261,7 @@ impl Access {
                     message: format!("this operation needs scope {}", required.join(" ")).into(),
                 }
             }
+            AuthError::Ambiguous => bad_credentials(err),
             // The token may be fine: the issuer's keys could not be fetched.
             err if err.is_unavailable() => {
                 Error::Unavailable("the token issuer's keys cannot be fetched now".into())
@@ -324,7 +333,16 @@ impl Access {
         )
         .with_outcome(
             Outcome::Denied,
-            Some(if err.is_forbidden() { "403" } else { "401" }.to_owned()),
+            Some(
+                if err.is_forbidden() {
+                    "403"
+                } else if err.is_bad_request() {
+                    "400"
+                } else {
+                    "401"
+                }
+                .to_owned(),
+            ),
         )
         .with_duration(started.elapsed())
         .with_detail(err.to_string());
@@ -379,6 +397,12 @@ fn jwt_owner(headers: &http::HeaderMap, snapshot: &Snapshot) -> Option<crate::ca
 
 fn has_credential(headers: &http::HeaderMap) -> bool {
     headers.contains_key(http::header::AUTHORIZATION) || headers.contains_key(auth::X_API_KEY)
+}
+
+/// 400: the request's credentials contradict each other (no challenge: no credential would fix
+/// a request that carries two).
+fn bad_credentials(err: &AuthError) -> Error {
+    Error::BadRequest(err.description())
 }
 
 /// 404 with a JSON-RPC body: no such tenant or client application.

@@ -26,9 +26,10 @@ use crate::auth::Authenticator;
 use crate::catalog::model::{AuditSettings, ClusterSettings, Config, ServerSettings};
 use crate::catalog::Catalog;
 use crate::http::cors::{self, Policy};
+use crate::http::guard::Guard;
 use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
-use crate::http::{guard, server, Drain, Error, Limits};
+use crate::http::{server, Drain, Error, Limits};
 use crate::invoke::correlation::external_from_headers;
 use crate::invoke::{Invoker, InvokerConfig, EXTERNAL_CORRELATION_ID_HEADER};
 use crate::mcp::{Dispatcher, DispatcherConfig, Era, ListChanged, SourceResultsAdvert};
@@ -53,6 +54,9 @@ pub struct ServeConfig {
     pub sse_keepalive: Duration,
     /// Browser origins allowed besides the server's own; any other `Origin` → 403.
     pub allowed_origins: Vec<String>,
+    /// `Host` values served; any other → 421 (see [`Guard::new`]: empty is the default, `*`
+    /// turns the check off).
+    pub allowed_hosts: Vec<String>,
     /// Answer MCP requests as SSE when the client accepts JSON and SSE equally.
     pub prefer_sse: bool,
     /// The live catalog the surfaces read (an empty one by default).
@@ -97,6 +101,7 @@ impl Default for ServeConfig {
             limits: Limits::default(),
             sse_keepalive: transport::DEFAULT_SSE_KEEPALIVE,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             prefer_sse: false,
             catalog: Arc::new(empty_catalog()),
             admin_token: None,
@@ -132,6 +137,7 @@ impl ServeConfig {
             },
             sse_keepalive: Duration::from_secs(settings.keepalive_secs),
             allowed_origins: settings.allowed_origins.clone(),
+            allowed_hosts: settings.allowed_hosts.clone(),
             prefer_sse: settings.prefer_sse,
             admin_token: settings.admin_token.clone(),
             invoker: InvokerConfig::from_server_settings(settings),
@@ -269,10 +275,26 @@ pub async fn serve(
     ) {
         tracing::warn!(%err, "audit drop counter not exported");
     }
+    let bound = listener.local_addr()?;
+    let guard = Guard::new(
+        &public_base,
+        bound,
+        config.allowed_origins.clone(),
+        &config.allowed_hosts,
+    )
+    .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
+    if bound.ip().is_unspecified() && config.public_url.is_none() && config.allowed_hosts.is_empty()
+    {
+        tracing::warn!(
+            %bound,
+            "listening on all addresses without [server] public_url or allowed_hosts: only the \
+             loopback names are served as Host (others get 421)"
+        );
+    }
     let access = Arc::new(Access::new(
         Authenticator::new(config.api_key_pepper.clone()),
         &public_base,
-        config.allowed_origins.clone(),
+        guard,
         audit.clone(),
     ));
     let invoker = Arc::new(Invoker::new(config.invoker).with_metrics(Arc::clone(&metrics)));
@@ -566,13 +588,12 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
             } else {
                 Policy::Protected
             };
-            cors::preflight(
-                &parts.headers,
-                &parts.uri,
-                state.access.allowed_origins(),
-                policy,
-                allow,
-            )
+            let guard = state.access.guard();
+            let host = match policy {
+                Policy::Protected => guard.check_host(&parts.headers, &parts.uri, parts.version),
+                Policy::Public => Ok(()),
+            };
+            host.and_then(|()| cors::preflight(&parts.headers, guard, policy, allow))
         }
     };
     let mut response = result.unwrap_or_else(Error::into_response);
@@ -665,11 +686,12 @@ fn accepted_origin(
     let origin = parts.headers.get(http::header::ORIGIN)?;
     match policy {
         Policy::Public => Some(origin.clone()),
-        Policy::Protected => {
-            guard::check_origin(&parts.headers, &parts.uri, state.access.allowed_origins())
-                .ok()
-                .map(|()| origin.clone())
-        }
+        Policy::Protected => state
+            .access
+            .guard()
+            .check_origin(&parts.headers)
+            .ok()
+            .map(|()| origin.clone()),
     }
 }
 

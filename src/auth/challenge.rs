@@ -44,8 +44,9 @@ pub fn www_authenticate(
                 &err.description(),
             );
         }
-        AuthError::Invalid { .. } | AuthError::Expired => {
-            param(&mut out, &mut first, "error", "invalid_token");
+        AuthError::Invalid { .. } | AuthError::Expired | AuthError::Ambiguous => {
+            let code = err.oauth_error().unwrap_or("invalid_token");
+            param(&mut out, &mut first, "error", code);
             param(
                 &mut out,
                 &mut first,

@@ -38,7 +38,8 @@ pub use apikey::{generate, hash_secret, GeneratedKey};
 pub use jwks::JwksCache;
 
 /// The header some clients that cannot set `Authorization` use for an API key. Read only when
-/// the request has no `Authorization` header.
+/// the request has no `Authorization` header; both carrying different credentials is
+/// [`AuthError::Ambiguous`].
 pub const X_API_KEY: &str = "x-api-key";
 
 /// The `caller_id` of requests served without a credential.
@@ -182,6 +183,10 @@ pub enum AuthError {
     /// token may well be fine, so this is not the client's fault.
     #[error("token signing keys unavailable")]
     JwksUnavailable,
+    /// `Authorization` and `X-API-Key` carry different credentials (400): picking one would let
+    /// a component that reads the other act for someone else. The same key in both is fine.
+    #[error("ambiguous credentials: Authorization and X-API-Key differ")]
+    Ambiguous,
 }
 
 impl AuthError {
@@ -195,6 +200,11 @@ impl AuthError {
         matches!(self, AuthError::InsufficientScope { .. })
     }
 
+    /// Whether the answer is 400: the request is malformed, not its credential wrong.
+    pub fn is_bad_request(&self) -> bool {
+        matches!(self, AuthError::Ambiguous)
+    }
+
     /// Whether the answer is 503: the server could not check the credential.
     pub fn is_unavailable(&self) -> bool {
         matches!(self, AuthError::JwksUnavailable)
@@ -206,6 +216,8 @@ impl AuthError {
         match self {
             AuthError::Invalid { .. } | AuthError::Expired => Some("invalid_token"),
             AuthError::InsufficientScope { .. } => Some("insufficient_scope"),
+            // RFC 6750 §3.1: "uses more than one method for including an access token".
+            AuthError::Ambiguous => Some("invalid_request"),
             AuthError::Missing | AuthError::JwksUnavailable => None,
         }
     }
@@ -220,6 +232,9 @@ impl AuthError {
                 Cow::Owned(format!("requires scope {}", required.join(" ")))
             }
             AuthError::JwksUnavailable => Cow::Borrowed("token signing keys unavailable"),
+            AuthError::Ambiguous => {
+                Cow::Borrowed("Authorization and X-API-Key carry different credentials")
+            }
         }
     }
 }
@@ -335,8 +350,37 @@ enum Credential<'a> {
     Jwt(&'a str),
 }
 
-/// Finds the request's credential. `Authorization` wins; `X-API-Key` is read only without it.
+/// Refuses a request whose `Authorization` and `X-API-Key` carry different credentials: both
+/// present and not `Authorization: Bearer {the X-API-Key value}` → [`AuthError::Ambiguous`].
+/// Allocates nothing.
+pub fn check_unambiguous(headers: &HeaderMap) -> Result<(), AuthError> {
+    let Some(authorization) = headers.get(AUTHORIZATION) else {
+        return Ok(());
+    };
+    let mut api_keys = headers.get_all(X_API_KEY).iter().peekable();
+    if api_keys.peek().is_none() {
+        return Ok(());
+    }
+    let token = authorization
+        .to_str()
+        .ok()
+        .and_then(|value| bearer_token(value).ok());
+    let same = |key: &http::HeaderValue| {
+        key.to_str()
+            .ok()
+            .is_some_and(|key| Some(key.trim()) == token)
+    };
+    if token.is_some() && api_keys.all(same) {
+        Ok(())
+    } else {
+        Err(AuthError::Ambiguous)
+    }
+}
+
+/// Finds the request's credential. `Authorization` wins; `X-API-Key` is read only without it,
+/// or when it carries the same key ([`check_unambiguous`]).
 fn credential(headers: &HeaderMap) -> Result<Option<Credential<'_>>, AuthError> {
+    check_unambiguous(headers)?;
     let mut authorization = headers.get_all(AUTHORIZATION).iter();
     if let Some(value) = authorization.next() {
         // Two Authorization headers are ambiguous; refuse rather than pick one.

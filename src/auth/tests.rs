@@ -307,15 +307,44 @@ async fn api_key_from_x_api_key_header() {
         .unwrap();
     assert_eq!(&*caller.caller_id, "apikey:aaaaaaaaaaaa");
 
-    // Authorization wins over X-API-Key.
+    // The same key in Authorization too is one credential.
     headers.insert(
         http::header::AUTHORIZATION,
-        HeaderValue::from_static("Bearer nonsense"),
+        HeaderValue::from_str(&format!("bearer  rtk_aaaaaaaaaaaa_{SECRET_A} ")).unwrap(),
     );
-    assert!(matches!(
-        authn.authenticate(&headers, setup.view("c1"), C1_MCP).await,
-        Err(AuthError::Invalid { .. })
-    ));
+    let caller = authn
+        .authenticate(&headers, setup.view("c1"), C1_MCP)
+        .await
+        .unwrap();
+    assert_eq!(&*caller.caller_id, "apikey:aaaaaaaaaaaa");
+
+    // Anything else in Authorization is ambiguous, not "Authorization wins".
+    for other in [
+        "Bearer nonsense".to_owned(),
+        format!("Bearer rtk_aaaaaaaaaaaa_{SECRET_B}"),
+        format!("Basic rtk_aaaaaaaaaaaa_{SECRET_A}"),
+    ] {
+        headers.insert(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_str(&other).unwrap(),
+        );
+        let got = authn.authenticate(&headers, setup.view("c1"), C1_MCP).await;
+        assert_eq!(got, Err(AuthError::Ambiguous), "{other}");
+        assert!(AuthError::Ambiguous.is_bad_request());
+    }
+    // A second X-API-Key that differs is ambiguous too.
+    let mut headers = HeaderMap::new();
+    let key = format!("rtk_aaaaaaaaaaaa_{SECRET_A}");
+    headers.insert(
+        http::header::AUTHORIZATION,
+        HeaderValue::from_str(&format!("Bearer {key}")).unwrap(),
+    );
+    headers.append(X_API_KEY, HeaderValue::from_str(&key).unwrap());
+    headers.append(X_API_KEY, HeaderValue::from_static("rtk_other"));
+    assert_eq!(
+        crate::auth::check_unambiguous(&headers),
+        Err(AuthError::Ambiguous)
+    );
 
     // X-API-Key carries API keys only.
     let mut headers = HeaderMap::new();

@@ -48,6 +48,11 @@ pub struct ServerSettings {
     pub h2_max_concurrent_streams: u32,
     /// Browser origins allowed besides the server's own; any other `Origin` is refused (403).
     pub allowed_origins: Vec<String>,
+    /// `Host` values served (`host`, `host:port`, `host:*`); any other `Host` is refused (421) on
+    /// the MCP, legacy, REST and BOS endpoints. Empty: the host of `public_url`, plus
+    /// `localhost`, `127.0.0.1` and `[::1]` when listening on a loopback or unspecified address.
+    /// `["*"]`: any `Host`.
+    pub allowed_hosts: Vec<String>,
     /// Answer MCP requests as SSE when the client accepts JSON and SSE equally.
     pub prefer_sse: bool,
     /// Interval between `: keepalive` comments on idle SSE streams, in seconds.
@@ -276,6 +281,7 @@ impl Default for ServerSettings {
             header_read_timeout_secs: 10,
             h2_max_concurrent_streams: 256,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             prefer_sse: false,
             keepalive_secs: 15,
             sessions_enabled: true,

@@ -236,6 +236,21 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             );
         }
     }
+    let hosts = &config.server.allowed_hosts;
+    if hosts.iter().any(|entry| entry == "*") && hosts.len() > 1 {
+        report.push(
+            &Loc::root().with("server", "allowed_hosts"),
+            "allowed_hosts = [\"*\"] serves any Host: list nothing else with it".to_owned(),
+        );
+    }
+    for entry in hosts.iter().filter(|entry| *entry != "*") {
+        if let Err(err) = crate::http::guard::HostPattern::parse(entry) {
+            report.push(
+                &Loc::root().with("server", "allowed_hosts"),
+                err.to_string(),
+            );
+        }
+    }
     if config.server.audit.sink == super::model::AuditSink::File
         && config.server.audit.path.is_none()
     {
@@ -841,6 +856,22 @@ id = "crm"
                 "section 'cluster': expected_instances must be at least 1",
                 "section 'cluster': command_timeout_ms must be at least 1",
                 "section 'cluster': holder_ttl_secs must be at least 3 (registrations are refreshed every third of it)",
+            ],
+        );
+    }
+
+    #[test]
+    fn allowed_hosts() {
+        check(
+            "[server]\nallowed_hosts = [\"mcp.example.com\", \"localhost:*\", \"[::1]:8080\"]\n",
+            &[],
+        );
+        check("[server]\nallowed_hosts = [\"*\"]\n", &[]);
+        check(
+            "[server]\nallowed_hosts = [\"*\", \"a\", \"http://b\"]\n",
+            &[
+                "server 'allowed_hosts': allowed_hosts = [\"*\"] serves any Host: list nothing else with it",
+                "server 'allowed_hosts': allowed_hosts entry 'http://b' is not host, host:port or host:* (IPv6 in brackets)",
             ],
         );
     }

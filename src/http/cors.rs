@@ -13,10 +13,11 @@ use http::header::{
     ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE,
     ACCESS_CONTROL_REQUEST_HEADERS, ORIGIN, VARY,
 };
-use http::{Response, StatusCode, Uri};
+use http::{Response, StatusCode};
 
+use super::guard::Guard;
 use super::response::{self, Body};
-use super::{guard, Error};
+use super::Error;
 
 /// Request headers a browser client of the MCP endpoints may send: the fixed ones, plus any
 /// `Mcp-Param-*` routing header of the stateless era (matched by prefix).
@@ -54,13 +55,13 @@ pub enum Policy {
 /// Answers an `OPTIONS` preflight for a route whose methods are `allow`.
 ///
 /// Protected routes: an origin the guard refuses → 403 (no CORS headers, so the browser blocks
-/// the request); a missing `Origin` → 204 with `Allow` only (not a CORS request). Requested headers
+/// the request); a missing `Origin` → 204 with `Allow` only (not a CORS request). The `Host`
+/// check is the caller's (it runs before this, on protected routes only). Requested headers
 /// are echoed when each one is allowed; otherwise only the allowed list is returned and the
 /// browser refuses the actual request.
 pub fn preflight(
     headers: &HeaderMap,
-    uri: &Uri,
-    allowed_origins: &[String],
+    guard: &Guard,
     policy: Policy,
     allow: &'static str,
 ) -> Result<Response<Body>, Error> {
@@ -75,7 +76,7 @@ pub fn preflight(
             out.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
         }
         Policy::Protected => {
-            guard::check_origin(headers, uri, allowed_origins)?;
+            guard.check_origin(headers)?;
             out.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
             out.insert(VARY, HeaderValue::from_static("Origin"));
         }
@@ -165,20 +166,24 @@ mod tests {
         headers
     }
 
-    fn allowed() -> Vec<String> {
-        vec!["https://app.example".to_owned()]
+    fn guard(allowed_origins: &[&str]) -> Guard {
+        let guard = Guard::new(
+            "https://rt.example",
+            ([127, 0, 0, 1], 8080).into(),
+            allowed_origins.iter().map(|s| s.to_string()).collect(),
+            &[],
+        );
+        guard.expect("guard")
     }
 
     #[test]
     fn protected_preflight_echoes_allowed_origins_only() {
-        let uri = Uri::from_static("/runtime/t/c/mcp");
         let ok = preflight(
             &request(
                 Some("https://app.example"),
                 Some("authorization, mcp-session-id, Mcp-Param-Region"),
             ),
-            &uri,
-            &allowed(),
+            &guard(&["https://app.example"]),
             Policy::Protected,
             "POST, GET, DELETE",
         );
@@ -197,8 +202,7 @@ mod tests {
 
         let refused = preflight(
             &request(Some("https://evil.example"), None),
-            &uri,
-            &allowed(),
+            &guard(&["https://app.example"]),
             Policy::Protected,
             "POST, GET, DELETE",
         );
@@ -217,11 +221,9 @@ mod tests {
 
     #[test]
     fn public_preflight_is_open() {
-        let uri = Uri::from_static("/.well-known/oauth-protected-resource/runtime/t/c/mcp");
         let ok = preflight(
             &request(Some("https://anyone.example"), None),
-            &uri,
-            &[],
+            &guard(&[]),
             Policy::Public,
             "GET",
         );

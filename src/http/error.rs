@@ -15,7 +15,7 @@ use super::response::{Body, APPLICATION_JSON};
 use crate::jsonrpc::{self, ErrorCode, OwnedId};
 
 /// JSON-RPC "server error" code used for failures that are HTTP-level rather than about the
-/// message (bad Origin, wrong media type, unknown path, downstream failures).
+/// message (bad Origin or Host, wrong media type, unknown path, downstream failures).
 pub const SERVER_ERROR: ErrorCode = ErrorCode(-32000);
 
 /// Why a request was refused or failed. Variants that can happen after the body was parsed
@@ -76,6 +76,10 @@ pub enum Error {
     /// Authenticated but not allowed, or a disallowed `Origin`.
     #[error("forbidden: {0}")]
     Forbidden(Cow<'static, str>),
+    /// A `Host` this server does not answer for (DNS-rebinding protection): 421, with the same
+    /// server-error code as the 403 `Origin` refusal.
+    #[error("misdirected request: {0}")]
+    MisdirectedRequest(Cow<'static, str>),
     /// A JSON-RPC-level failure: the given code and message on the given HTTP status, e.g.
     /// -32700/-32600 on 400, or -32601 on 200 in the handshake era.
     #[error("{message}")]
@@ -153,6 +157,7 @@ impl Error {
             Error::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) | Error::InsufficientScope { .. } => StatusCode::FORBIDDEN,
             Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            Error::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
             Error::JsonRpc { status, .. } | Error::JsonRpcWithData { status, .. } => *status,
             Error::InvalidParams { .. } => StatusCode::OK,
             Error::Conflict(_) => StatusCode::CONFLICT,
@@ -349,6 +354,11 @@ mod tests {
             },
             504,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"gateway timeout: slow"}}"#,
+        );
+        check(
+            Error::MisdirectedRequest("wrong host".into()),
+            421,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"misdirected request: wrong host"}}"#,
         );
         check(
             Error::Internal,

@@ -6,7 +6,7 @@
 //! - [`server`]: the accept loop ([`server::run`]), [`Limits`], the [`Drain`] signal.
 //! - [`router`]: path + method → [`Route`].
 //! - [`negotiate`]: `Accept` / `Content-Type`.
-//! - [`guard`]: the `Origin` check.
+//! - [`guard`]: the `Host` allowlist and the `Origin` check (DNS-rebinding protection).
 //! - [`body`]: bounded body collection.
 //! - [`response`]: the response [`Body`] and helpers.
 //! - [`error`]: [`Error`] and its one mapping to a response.

@@ -9,6 +9,7 @@ mod cluster;
 mod demo;
 mod federation;
 mod hardening_fed;
+mod hardening_gate;
 mod http;
 mod invoke;
 mod jsonrpc;
