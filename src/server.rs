@@ -23,7 +23,7 @@ use crate::access::{Access, Admitted, Endpoint};
 use crate::admin;
 use crate::audit::Audit;
 use crate::auth::Authenticator;
-use crate::catalog::model::{AuditSettings, ClusterSettings, Config, ServerSettings};
+use crate::catalog::model::{AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings};
 use crate::catalog::Catalog;
 use crate::http::cors::{self, Policy};
 use crate::http::response::{self, Body};
@@ -53,8 +53,8 @@ pub struct ServeConfig {
     pub sse_keepalive: Duration,
     /// Browser origins allowed besides the server's own; any other `Origin` → 403.
     pub allowed_origins: Vec<String>,
-    /// Answer MCP requests as SSE when the client accepts JSON and SSE equally.
-    pub prefer_sse: bool,
+    /// How handshake-era POST requests are answered (`[server] post_framing`, SSE by default).
+    pub post_framing: PostFraming,
     /// The live catalog the surfaces read (an empty one by default).
     pub catalog: Arc<Catalog>,
     /// The bearer token `POST /admin/reload` requires; the endpoint answers 404 when unset.
@@ -97,7 +97,7 @@ impl Default for ServeConfig {
             limits: Limits::default(),
             sse_keepalive: transport::DEFAULT_SSE_KEEPALIVE,
             allowed_origins: Vec::new(),
-            prefer_sse: false,
+            post_framing: PostFraming::Sse,
             catalog: Arc::new(empty_catalog()),
             admin_token: None,
             invoker: InvokerConfig::default(),
@@ -132,7 +132,7 @@ impl ServeConfig {
             },
             sse_keepalive: Duration::from_secs(settings.keepalive_secs),
             allowed_origins: settings.allowed_origins.clone(),
-            prefer_sse: settings.prefer_sse,
+            post_framing: settings.post_framing,
             admin_token: settings.admin_token.clone(),
             invoker: InvokerConfig::from_server_settings(settings),
             dispatcher: DispatcherConfig {
@@ -165,6 +165,8 @@ impl ServeConfig {
                 retain: Duration::from_secs(settings.retain_secs),
                 retain_events: settings.retain_events,
                 max_per_session: settings.max_streams_per_session,
+                queue_messages: settings.stream_queue_messages.max(1),
+                queue_bytes: settings.stream_queue_bytes.max(1),
                 ..StreamConfig::default()
             },
             public_url: settings.public_url.clone(),
@@ -330,7 +332,7 @@ pub async fn serve(
         mcp: Arc::new(Transport {
             settings: transport::Settings {
                 allowed_origins: config.allowed_origins,
-                prefer_sse: config.prefer_sse,
+                post_framing: config.post_framing,
                 max_body_bytes: config.limits.max_body_bytes,
                 sessions_enabled: config.sessions_enabled,
                 require_session: config.require_session,

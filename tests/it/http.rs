@@ -213,8 +213,12 @@ async fn ping_answers_sse_when_the_client_prefers_it() {
 }
 
 #[tokio::test]
-async fn ping_answers_sse_when_configured_to_prefer_it() {
-    let server = TestServer::with(|c| c.prefer_sse = true).await;
+async fn ping_answers_sse_by_default_and_json_when_configured() {
+    let json = TestServer::with(|c| c.post_framing = sluice::transport::PostFraming::Json).await;
+    let reply = post_mcp(json.addr, &[], PING).await;
+    assert_eq!(reply.content_type(), "application/json");
+
+    let server = TestServer::start().await;
     let reply = post_mcp(
         server.addr,
         &[],
