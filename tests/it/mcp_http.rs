@@ -461,8 +461,12 @@ async fn modern(
 // === tests: handshake era ===
 
 #[tokio::test]
-async fn initialize_answers_json_by_default_without_a_session_header_when_sessions_are_off() {
-    let sluice = Sluice::with(|c| c.sessions_enabled = false).await;
+async fn initialize_answers_json_without_a_session_header_when_sessions_are_off() {
+    let sluice = Sluice::with(|c| {
+        c.sessions_enabled = false;
+        c.post_framing = PostFraming::Json;
+    })
+    .await;
     let reply = post(sluice.addr, &[], &initialize_body("2025-06-18")).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.header("content-type"), "application/json");
@@ -494,7 +498,7 @@ async fn notifications_and_responses_are_202_with_an_empty_body() {
 
 #[tokio::test]
 async fn unknown_method_is_32601_on_200_in_the_handshake_era() {
-    let sluice = Sluice::start().await;
+    let sluice = Sluice::with(|c| c.post_framing = PostFraming::Json).await;
     let reply = post(
         sluice.addr,
         &[],

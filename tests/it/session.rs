@@ -602,7 +602,7 @@ async fn list_changed_reaches_each_live_session_once() {
     let s2 = SessionId::random();
     let mut s2_old = streams.open(Some(s2), ALICE, StreamKind::Post).unwrap();
     let mut s2_new = streams.open(Some(s2), ALICE, StreamKind::Post).unwrap();
-    // s3: its only stream finished (retained, not attached) → nothing, nothing queued.
+    // s3: its only stream finished (retained, not attached) → kept in its ring for a resume.
     let s3 = SessionId::random();
     let s3_post = streams.open(Some(s3), ALICE, StreamKind::Post).unwrap();
     s3_post.writer.send(b"done").await.unwrap();
@@ -683,10 +683,10 @@ async fn list_changed_reaches_each_live_session_once() {
     assert!(drain(&mut listen.rx).is_empty());
     assert_eq!(datas(&drain(&mut s1_get.rx)), vec![&b"resources"[..]]);
     assert_eq!(datas(&drain(&mut s2_new.rx)), vec![&b"resources"[..]]);
-    // Nothing was queued for s3 or s4: resuming them replays nothing new.
+    // s3's retained POST stream kept both messages: resuming it replays them. Nothing for s4.
     let (mut rx, replayed) = replay(streams.resume(s3_last.as_bytes(), &s3, ALICE));
-    assert_eq!(replayed, 0);
-    assert!(drain(&mut rx).is_empty());
+    assert_eq!(replayed, 2);
+    assert_eq!(drain(&mut rx).len(), 2);
     assert!(streams.standalone(&s4).is_none());
     // The whole tenant (catalog invalidation through the bus) reaches the other client too.
     let bus = Bus::local(Arc::new(streams.clone()));
