@@ -5,8 +5,10 @@
 //! are off, and accepts a stale session id (it simply mints a new one); any other message names
 //! its session: unknown, expired, deleted or another owner's → 404 (§8 point 1), missing when
 //! `require_session` → 400. The version in force is the `MCP-Protocol-Version` header (unknown →
-//! 400), else the session's, else 2025-03-26 (§4.6). Requests are answered inline, as JSON or
-//! SSE; within a session an SSE answer is registered with the stream registry as a `Post` stream
+//! 400), else the session's, else 2025-03-26 (§4.6). Requests are answered as SSE unless
+//! `post_framing = "json"` (or the client prefers JSON, or on the BOS platform endpoint), inline
+//! when the reply is ready at once; a session's `tools/call` that has to wait primes its stream
+//! at once and goes on in a task of its own (`streamed_call`). Within a session an SSE answer is registered with the stream registry as a `Post` stream
 //! so it can be resumed, and opens with a priming event when the session negotiated 2025-11-25
 //! or later (§8 point 3). JSON-RPC errors of a valid request stay on HTTP 200.
 //! `notifications/cancelled` aborts the named in-flight request of the session, which then sends
@@ -297,7 +299,8 @@ fn session_answer(
 /// known frames, no task); otherwise the priming event goes out at once, the call goes on in a
 /// task of its own, the registry's janitor writes keep-alives while it runs, list_changed may
 /// arrive on the stream, and the response ends it. A client that goes away does not cancel the
-/// call (protocol/mcp.md §4.4: a disconnect is not a cancellation): the response waits in the
+/// call (MCP 2025-11-25, Transports, "Resumability and Redelivery": a disconnect is not a
+/// cancellation): the response waits in the
 /// stream's ring for a resume; `notifications/cancelled` and DELETE do cancel it.
 async fn streamed_call(
     transport: &Arc<Transport>,

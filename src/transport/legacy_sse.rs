@@ -5,7 +5,8 @@
 //! first event is `event: endpoint` whose data is the relative POST URL (path segments
 //! percent-encoded; "the Python client rejects an endpoint whose scheme or host differs", so it
 //! stays relative). Each POST names the session in its query (missing → 400; unknown, expired
-//! or another owner's → 404) and is answered 202 with an empty body; a request's response then
+//! or another owner's → 404) and is answered 202 with an empty body, or 503 with a JSON-RPC error
+//! (nothing runs) when the stream's bounded outbound queue has no room for its answer; a request's response then
 //! arrives as an `event: message` frame on the stream, notifications produce no frame, and
 //! `notifications/cancelled` aborts the named request. The session lives exactly as long as the
 //! stream: when the client closes it, the session is deleted. The stream is kept alive by the
