@@ -476,7 +476,9 @@ fn start_servers(
     );
     let config = catalog::load::parse(&text, "source_results").expect("bench config parses");
     let catalog = Arc::new(Catalog::from_config(&config).expect("bench config is valid"));
-    let serve_config = sluice::ServeConfig::from_catalog(catalog);
+    let mut serve_config = sluice::ServeConfig::from_catalog(catalog);
+    // The "json" scenarios compare against one JSON body (the framing the baseline measures).
+    serve_config.post_framing = sluice::transport::PostFraming::Json;
     let listener = server_rt
         .block_on(TcpListener::bind("127.0.0.1:0"))
         .expect("binding sluice");

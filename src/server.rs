@@ -23,7 +23,7 @@ use crate::access::{Access, Admitted, Endpoint};
 use crate::admin;
 use crate::audit::Audit;
 use crate::auth::Authenticator;
-use crate::catalog::model::{AuditSettings, ClusterSettings, Config, ServerSettings};
+use crate::catalog::model::{AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings};
 use crate::catalog::Catalog;
 use crate::http::cors::{self, Policy};
 use crate::http::guard::Guard;
@@ -57,8 +57,8 @@ pub struct ServeConfig {
     /// `Host` values served; any other → 421 (see [`Guard::new`]: empty is the default, `*`
     /// turns the check off).
     pub allowed_hosts: Vec<String>,
-    /// Answer MCP requests as SSE when the client accepts JSON and SSE equally.
-    pub prefer_sse: bool,
+    /// How handshake-era POST requests are answered (`[server] post_framing`, SSE by default).
+    pub post_framing: PostFraming,
     /// The live catalog the surfaces read (an empty one by default).
     pub catalog: Arc<Catalog>,
     /// The bearer token `POST /admin/reload` requires; the endpoint answers 404 when unset.
@@ -102,7 +102,7 @@ impl Default for ServeConfig {
             sse_keepalive: transport::DEFAULT_SSE_KEEPALIVE,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
-            prefer_sse: false,
+            post_framing: PostFraming::Sse,
             catalog: Arc::new(empty_catalog()),
             admin_token: None,
             invoker: InvokerConfig::default(),
@@ -138,7 +138,7 @@ impl ServeConfig {
             sse_keepalive: Duration::from_secs(settings.keepalive_secs),
             allowed_origins: settings.allowed_origins.clone(),
             allowed_hosts: settings.allowed_hosts.clone(),
-            prefer_sse: settings.prefer_sse,
+            post_framing: settings.post_framing,
             admin_token: settings.admin_token.clone(),
             invoker: InvokerConfig::from_server_settings(settings),
             dispatcher: DispatcherConfig {
@@ -173,6 +173,8 @@ impl ServeConfig {
                 retain: Duration::from_secs(settings.retain_secs),
                 retain_events: settings.retain_events,
                 max_per_session: settings.max_streams_per_session,
+                queue_messages: settings.stream_queue_messages.max(1),
+                queue_bytes: settings.stream_queue_bytes.max(1),
                 ..StreamConfig::default()
             },
             public_url: settings.public_url.clone(),
@@ -354,7 +356,7 @@ pub async fn serve(
         mcp: Arc::new(Transport {
             settings: transport::Settings {
                 allowed_origins: config.allowed_origins,
-                prefer_sse: config.prefer_sse,
+                post_framing: config.post_framing,
                 max_body_bytes: config.limits.max_body_bytes,
                 sessions_enabled: config.sessions_enabled,
                 require_session: config.require_session,

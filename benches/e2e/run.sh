@@ -7,15 +7,16 @@
 #
 # Cells (target / method / Accept):
 #   hyper-limit  ping                    (the same POST as ping; answers sluice's ping bytes)
-#   sluice       ping, tools/list        over SSE, in a 2025-11-25 session
-#   sluice       tools/call get_customer over JSON and over SSE, through the demo API
+#   sluice       ping, tools/list        over SSE (the default) and JSON, in a 2025-11-25 session
+#   sluice       tools/call get_customer over SSE (the default) and JSON, through the demo API
 #   rmcp         ping, tools/list, tools/call get_customer (stateful, SSE answers)
 # Every request sends `Accept: application/json, text/event-stream` (the handshake era requires
 # both; sluice refuses anything less with 406). The server picks the framing: rmcp (stateful)
-# always answers SSE; sluice answers as its `prefer_sse` says, so two sluice processes run, from
-# the same generated configuration but for that flag: "sse" cells go to the one with
-# `prefer_sse = true`, "json" cells to the one with `prefer_sse = false`. The table's "answered"
-# column is the bench's own count of the framing it got.
+# always answers SSE; sluice answers as its `post_framing` says, so two sluice processes run, from
+# the same generated configuration but for that setting: "sse" cells go to the one with the
+# default configuration (`post_framing = "sse"`: the "SSE default" rows), "json" cells to the one
+# with `post_framing = "json"`. The table's "answered" column is the bench's own count of the
+# framing it got.
 #
 # Besides req/s and latency, each cell records the server process's CPU time (utime + stime
 # from /proc/PID/stat around the bench command) and the load core's busy share (/proc/stat).
@@ -152,7 +153,8 @@ cells=()
 for t in $targets; do
   case $t in
     hyper) cells+=("hyper|ping|sse") ;;
-    sluice) cells+=("sluice|ping|sse" "sluice|tools/list|sse" "sluice|tools/call|json" "sluice|tools/call|sse") ;;
+    sluice) cells+=("sluice|ping|sse" "sluice|ping|json" "sluice|tools/list|sse" "sluice|tools/list|json"
+      "sluice|tools/call|json" "sluice|tools/call|sse") ;;
     rmcp) cells+=("rmcp|ping|sse" "rmcp|tools/list|sse" "rmcp|tools/call|sse") ;;
     *) echo "unknown target $t" >&2; exit 1 ;;
   esac

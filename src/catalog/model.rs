@@ -53,8 +53,18 @@ pub struct ServerSettings {
     /// `localhost`, `127.0.0.1` and `[::1]` when listening on a loopback or unspecified address.
     /// `["*"]`: any `Host`.
     pub allowed_hosts: Vec<String>,
-    /// Answer MCP requests as SSE when the client accepts JSON and SSE equally.
-    pub prefer_sse: bool,
+    /// How handshake-era requests on `/runtime/{tenant}/{client}/mcp` are answered when the
+    /// client accepts both media types: `"sse"` (default: a retained, resumable stream, priming
+    /// at once within a session) or `"json"` (one JSON body). The stateless era and the BOS
+    /// platform endpoint answer JSON unless the reply streams, whatever this says.
+    pub post_framing: PostFraming,
+    /// Most frames one SSE stream may hold queued for its connection (legacy `/sse`, GET,
+    /// POST answers); full → a legacy POST is refused with 503 before it runs, a notification
+    /// closes the connection so the client reconnects.
+    pub stream_queue_messages: usize,
+    /// Most bytes one SSE stream may hold queued for its connection (and per retention ring);
+    /// full → as for `stream_queue_messages`.
+    pub stream_queue_bytes: usize,
     /// Interval between `: keepalive` comments on idle SSE streams, in seconds.
     pub keepalive_secs: u64,
     /// Mint an `Mcp-Session-Id` on `initialize` (handshake era). When off, no session is
@@ -256,6 +266,17 @@ impl Default for LogSettings {
     }
 }
 
+/// How handshake-era POST requests are framed (`[server] post_framing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PostFraming {
+    /// An SSE stream (the runtime's documented answer), registered for resumption.
+    #[default]
+    Sse,
+    /// One JSON body whenever the reply is ready (the client must accept JSON, as it must).
+    Json,
+}
+
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -282,7 +303,9 @@ impl Default for ServerSettings {
             h2_max_concurrent_streams: 256,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
-            prefer_sse: false,
+            post_framing: PostFraming::Sse,
+            stream_queue_messages: 64,
+            stream_queue_bytes: 4 * 1024 * 1024,
             keepalive_secs: 15,
             sessions_enabled: true,
             require_session: false,

@@ -259,6 +259,12 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             "sink = \"file\" needs a path",
         );
     }
+    if config.server.stream_queue_messages == 0 || config.server.stream_queue_bytes == 0 {
+        report.push(
+            &Loc::root().with("server", "stream_queue"),
+            "stream_queue_messages and stream_queue_bytes must be at least 1",
+        );
+    }
     if config.server.audit.queue == 0 {
         report.push(
             &Loc::root().with("server", "audit"),

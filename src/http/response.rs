@@ -9,6 +9,8 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -83,6 +85,44 @@ struct Streaming {
     /// A last frame sent when the server drains, before the body ends (e.g. the final response
     /// that closes a subscription gracefully).
     epilogue: Option<Bytes>,
+    /// The producer's byte count of what is queued in `rx`; each frame taken is subtracted.
+    backlog: Option<Arc<Backlog>>,
+}
+
+/// Bytes queued for a channel-fed body and not yet taken by the connection. The producer adds
+/// what it queues ([`Backlog::add`]) and checks [`Backlog::has_room`] before queuing more; the
+/// body subtracts each frame as it hands it to hyper, so the count is exactly what waits in
+/// the channel (plus what the producer reserved). One relaxed atomic per frame each way.
+#[derive(Debug, Default)]
+pub struct Backlog(AtomicUsize);
+
+impl Backlog {
+    /// Counts `n` more bytes queued (or reserved).
+    pub fn add(&self, n: usize) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` bytes taken off the queue (or a reservation released).
+    pub fn sub(&self, n: usize) {
+        // Saturating: a frame queued before the count was attached never underflows it.
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                Some(used.saturating_sub(n))
+            });
+    }
+
+    /// The bytes queued now.
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Whether one more frame may be queued under `limit`: while the queue holds less than
+    /// `limit` bytes (so it overshoots by at most the one frame admitted last, and a frame
+    /// larger than `limit` still passes an empty queue).
+    pub fn has_room(&self, limit: usize) -> bool {
+        self.get() < limit
+    }
 }
 
 // === impl Body ===
@@ -120,9 +160,20 @@ impl Body {
                 rx,
                 drained: Some(Box::pin(drain.signalled())),
                 epilogue: None,
+                backlog: None,
             }),
             sent: Sent::default(),
         }
+    }
+
+    /// The same channel-fed body, subtracting each frame it takes from `backlog` (the
+    /// producer's count of queued bytes, which bounds the queue in bytes as the channel bounds
+    /// it in frames). No effect on other kinds.
+    pub fn counted(mut self, backlog: Arc<Backlog>) -> Self {
+        if let Kind::Stream(stream) = &mut self.kind {
+            stream.backlog = Some(backlog);
+        }
+        self
     }
 
     /// A body fed frame by frame through `rx` that ends only when every sender is dropped: the
@@ -134,6 +185,7 @@ impl Body {
                 rx,
                 drained: Some(Box::pin(std::future::pending())),
                 epilogue: None,
+                backlog: None,
             }),
             sent: Sent::default(),
         }
@@ -147,6 +199,7 @@ impl Body {
                 rx,
                 drained: Some(Box::pin(drain.signalled())),
                 epilogue: Some(epilogue),
+                backlog: None,
             }),
             sent: Sent::default(),
         }
@@ -191,6 +244,9 @@ impl http_body::Body for Body {
                 // stopping between any two of them leaves a clean boundary.
                 if let Poll::Ready(next) = stream.rx.poll_recv(cx) {
                     return Poll::Ready(next.map(|b| {
+                        if let Some(backlog) = &stream.backlog {
+                            backlog.sub(b.len());
+                        }
                         sent.count(&b);
                         Ok(Frame::data(b))
                     }));

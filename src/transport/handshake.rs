@@ -5,8 +5,10 @@
 //! are off, and accepts a stale session id (it simply mints a new one); any other message names
 //! its session: unknown, expired, deleted or another owner's → 404 (§8 point 1), missing when
 //! `require_session` → 400. The version in force is the `MCP-Protocol-Version` header (unknown →
-//! 400), else the session's, else 2025-03-26 (§4.6). Requests are answered inline, as JSON or
-//! SSE; within a session an SSE answer is registered with the stream registry as a `Post` stream
+//! 400), else the session's, else 2025-03-26 (§4.6). Requests are answered as SSE unless
+//! `post_framing = "json"` (or the client prefers JSON, or on the BOS platform endpoint), inline
+//! when the reply is ready at once; a session's `tools/call` that has to wait primes its stream
+//! at once and goes on in a task of its own (`streamed_call`). Within a session an SSE answer is registered with the stream registry as a `Post` stream
 //! so it can be resumed, and opens with a priming event when the session negotiated 2025-11-25
 //! or later (§8 point 3). JSON-RPC errors of a valid request stay on HTTP 200.
 //! `notifications/cancelled` aborts the named in-flight request of the session, which then sends
@@ -17,6 +19,7 @@
 //! Must not implement MCP methods.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
@@ -30,7 +33,9 @@ use super::reply::{self, Framing};
 use super::source_results;
 use super::stateless::framing;
 use super::stream::{Resumed, StreamError, StreamKind};
-use super::{wants_priming, Transport, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use super::{
+    wants_priming, PostFraming, Transport, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
+};
 use crate::access::Admitted;
 use crate::auth::Caller;
 use crate::http::error::SERVER_ERROR;
@@ -62,7 +67,7 @@ pub fn owner<'a>(target: &'a Target<'_>, caller: &'a Caller) -> Owner<'a> {
 
 /// Handles one handshake-era POST.
 pub async fn post(
-    transport: &Transport,
+    transport: &Arc<Transport>,
     parts: &Parts,
     accept: &Accept,
     message: Message<'_>,
@@ -116,7 +121,15 @@ pub async fn post(
 
     match message {
         Message::Request { id, method, params } => {
-            let framing = framing(accept, transport.settings.prefer_sse);
+            // SSE by default, except on the BOS platform endpoint (JSON unless the reply
+            // streams, like the stateless era).
+            let sse_default = transport.settings.post_framing == PostFraming::Sse && !platform;
+            let framing = framing(accept, sse_default);
+            if let (Some(bound), Framing::Sse, names::TOOLS_CALL) = (&session, framing, method) {
+                let snapshot = Arc::clone(&admitted.snapshot);
+                let call = OwnedCall::new(&scope, snapshot, version, id, params.as_ref());
+                return streamed_call(transport, owner, bound, id, call).await;
+            }
             let dispatch = transport
                 .dispatcher
                 .request(&scope, method, params.as_ref());
@@ -279,6 +292,167 @@ fn session_answer(
     response::event_stream(Body::frames(frames))
 }
 
+/// A `tools/call` of a session answered as SSE, owning its inputs so it can outlive the
+/// handler: the one request that may wait on a downstream. Its `Post` stream is registered
+/// before anything runs (`max_streams_per_session` refuses with 429 a call that would not get
+/// one). A call that completes at its first poll is answered inline (priming and response as
+/// known frames, no task); otherwise the priming event goes out at once, the call goes on in a
+/// task of its own, the registry's janitor writes keep-alives while it runs, list_changed may
+/// arrive on the stream, and the response ends it. A client that goes away does not cancel the
+/// call (MCP 2025-11-25, Transports, "Resumability and Redelivery": a disconnect is not a
+/// cancellation): the response waits in the
+/// stream's ring for a resume; `notifications/cancelled` and DELETE do cancel it.
+async fn streamed_call(
+    transport: &Arc<Transport>,
+    owner: Owner<'_>,
+    bound: &Bound,
+    id: Id<'_>,
+    call: OwnedCall,
+) -> Result<Response<Body>, Error> {
+    let writer = transport
+        .streams
+        .open_inline(bound.id, owner)
+        .map_err(stream_error)?;
+    let priming = wants_priming(bound.info.version);
+    let mut dispatch = call.run(Arc::clone(&transport.dispatcher));
+    let first = std::future::poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await;
+    let outcome = match first {
+        Poll::Ready(Ok(Reply::Federated(call))) => {
+            // The federated read streams its own, non-resumable answer.
+            writer.finish();
+            return Ok(source_results::respond(transport, id, call));
+        }
+        Poll::Ready(outcome) => outcome,
+        Poll::Pending => {
+            let (rx, backlog) = writer.connect().map_err(stream_error)?;
+            if priming {
+                // The stream's first frame, into a fresh channel: this never waits.
+                writer.prime(None).await.map_err(stream_error)?;
+            }
+            let transport = Arc::clone(transport);
+            let (session, request_id) = (bound.id, id.to_owned_id());
+            tokio::spawn(async move {
+                let (_registration, abort) =
+                    transport.inflight.register(session, request_id.clone());
+                let Ok(outcome) = Abortable::new(dispatch, abort).await else {
+                    // "The receiver SHOULD NOT reply": the stream ends without a response.
+                    writer.finish();
+                    return;
+                };
+                let outcome = match outcome {
+                    Ok(Reply::Federated(call)) => {
+                        let result = transport
+                            .dispatcher
+                            .run_federated(&call, &mut crate::federation::NullSink)
+                            .await;
+                        Ok(Reply::Result(result))
+                    }
+                    other => other,
+                };
+                let mut message = BytesMut::new();
+                reply::write_outcome(&mut message, &request_id, &outcome);
+                // Waits for room; a client that left gets it from the ring on resume.
+                let _ = writer.send(&message).await;
+                writer.finish();
+            });
+            // Not cut by the server's drain: the response is what the client waits for.
+            return Ok(response::event_stream(Body::channel(rx).counted(backlog)));
+        }
+    };
+    let size = outcome
+        .as_ref()
+        .map_or(0, |reply| reply::result_bytes(reply).len());
+    let mut message = BytesMut::with_capacity(size + 64);
+    reply::write_outcome(&mut message, id, &outcome);
+    let mut frames: SmallVec<[Bytes; INLINE_FRAMES]> = SmallVec::new();
+    if priming {
+        frames.extend(writer.push_priming(None).ok());
+    }
+    frames.extend(writer.push(&message).ok());
+    writer.finish();
+    Ok(response::event_stream(Body::frames(frames)))
+}
+
+/// A session's `tools/call` with everything it reads owned, so its dispatch can move to a task
+/// of its own when it has to wait: the request re-serialized from its parsed form (the body
+/// was parsed in place), the path's tenant and client, the snapshot, the caller.
+struct OwnedCall {
+    request: BytesMut,
+    tenant: Box<str>,
+    client: Box<str>,
+    snapshot: Arc<crate::catalog::Snapshot>,
+    version: &'static str,
+    caller: Caller,
+    call: CallContext,
+    session: Option<SessionId>,
+    surface: crate::audit::Surface,
+    stream_sources: bool,
+    platform: bool,
+}
+
+/// A dispatch that owns its inputs.
+type OwnedDispatch =
+    std::pin::Pin<Box<dyn Future<Output = Result<Reply, crate::mcp::McpError>> + Send + 'static>>;
+
+impl OwnedCall {
+    fn new(
+        scope: &Scope<'_>,
+        snapshot: Arc<crate::catalog::Snapshot>,
+        version: &'static str,
+        id: Id<'_>,
+        params: Option<&crate::jsonrpc::Payload<'_>>,
+    ) -> Self {
+        let mut request = BytesMut::with_capacity(256);
+        request.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        id.write_json(&mut request);
+        request.extend_from_slice(br#","method":"tools/call""#);
+        if let Some(params) = params {
+            request.extend_from_slice(br#","params":"#);
+            params.write_json(&mut request);
+        }
+        request.extend_from_slice(b"}");
+        Self {
+            request,
+            tenant: scope.tenant.into(),
+            client: scope.client.into(),
+            snapshot,
+            version,
+            caller: scope.caller.clone(),
+            call: scope.call.clone(),
+            session: scope.session,
+            surface: scope.surface,
+            stream_sources: scope.stream_sources,
+            platform: scope.platform,
+        }
+    }
+
+    fn run(self, dispatcher: Arc<crate::mcp::Dispatcher>) -> OwnedDispatch {
+        Box::pin(async move {
+            let mut owned = self;
+            let mut request = std::mem::take(&mut owned.request);
+            // It was a valid request a moment ago; re-serialized, it parses the same.
+            let Ok(Message::Request { method, params, .. }) = crate::jsonrpc::parse(&mut request)
+            else {
+                return Err(crate::mcp::McpError::Internal);
+            };
+            let scope = Scope {
+                tenant: &owned.tenant,
+                client: &owned.client,
+                snapshot: &owned.snapshot,
+                era: Era::Handshake,
+                version: owned.version,
+                call: &owned.call,
+                caller: &owned.caller,
+                session: owned.session,
+                surface: owned.surface,
+                stream_sources: owned.stream_sources,
+                platform: owned.platform,
+            };
+            dispatcher.request(&scope, method, params.as_ref()).await
+        })
+    }
+}
+
 /// A cancelled request's answer: an SSE body that ends without a response (just the priming
 /// event when the session gets those, so a resume finds the stream and nothing after it).
 fn cancelled_answer(transport: &Transport, owner: Owner<'_>, bound: &Bound) -> Response<Body> {
@@ -404,9 +578,11 @@ pub async fn get(
             .streams
             .resume(last_event_id.as_bytes(), &bound.id, owner)
         {
-            Ok(Resumed::Replay { rx, .. }) => {
+            Ok(Resumed::Replay { rx, backlog, .. }) => {
                 register_holder(transport, owner, &bound.id).await;
-                return Ok(response::event_stream(Body::stream(rx, &transport.drain)));
+                return Ok(response::event_stream(
+                    Body::stream(rx, &transport.drain).counted(backlog),
+                ));
             }
             // Nothing to resume: a fresh stream, nothing replayed.
             Ok(Resumed::Fresh) => {}
@@ -425,10 +601,9 @@ pub async fn get(
     // The stream lives while its connection does; the writer handle is not needed for that.
     drop(opened.writer);
     register_holder(transport, owner, &bound.id).await;
-    Ok(response::event_stream(Body::stream(
-        opened.rx,
-        &transport.drain,
-    )))
+    Ok(response::event_stream(
+        Body::stream(opened.rx, &transport.drain).counted(opened.backlog),
+    ))
 }
 
 /// Records this instance as the holder of `session`'s live stream on a shared backplane, so

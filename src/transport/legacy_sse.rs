@@ -5,7 +5,8 @@
 //! first event is `event: endpoint` whose data is the relative POST URL (path segments
 //! percent-encoded; "the Python client rejects an endpoint whose scheme or host differs", so it
 //! stays relative). Each POST names the session in its query (missing → 400; unknown, expired
-//! or another owner's → 404) and is answered 202 with an empty body; a request's response then
+//! or another owner's → 404) and is answered 202 with an empty body, or 503 with a JSON-RPC error
+//! (nothing runs) when the stream's bounded outbound queue has no room for its answer; a request's response then
 //! arrives as an `event: message` frame on the stream, notifications produce no frame, and
 //! `notifications/cancelled` aborts the named request. The session lives exactly as long as the
 //! stream: when the client closes it, the session is deleted. The stream is kept alive by the
@@ -25,7 +26,7 @@ use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_AL
 use super::handshake::{self, owner, session_error};
 use super::inflight::id_from_json;
 use super::reply;
-use super::stream::StreamKind;
+use super::stream::{StreamError, StreamKind};
 use super::{streamable, Transport, MCP_SESSION_ID};
 use crate::access::{Admitted, Endpoint};
 use crate::auth::Caller;
@@ -108,7 +109,8 @@ pub async fn open(
         watcher.streams.close_session(&id);
     });
 
-    let mut answer = response::event_stream(Body::stream(opened.rx, &transport.drain));
+    let mut answer =
+        response::event_stream(Body::stream(opened.rx, &transport.drain).counted(opened.backlog));
     answer
         .headers_mut()
         .insert(MCP_SESSION_ID, id.to_header_value());
@@ -164,7 +166,26 @@ where
     let call = CallContext::from_headers(&parts.headers);
 
     match message {
-        Message::Request { .. } => {
+        Message::Request { id, .. } => {
+            // Room for the response on the stream is reserved before anything runs: a client
+            // that does not read its stream gets 503 here instead of growing the server's
+            // memory with answers nobody takes. The reservation counts the request copy the
+            // task holds until its answer is queued. No stream here (another instance holds
+            // it, or it just closed): the answer is routed as before.
+            let reserved = match transport.streams.reserve(&bound.id, raw.len()) {
+                Ok(reserved) => Some(reserved),
+                Err(StreamError::Full) => {
+                    return Err(Error::JsonRpc {
+                        status: StatusCode::SERVICE_UNAVAILABLE,
+                        code: crate::http::error::SERVER_ERROR,
+                        message: "the session's stream is not being read: its outbound queue \
+                                  is full"
+                            .into(),
+                        id: Some(id.to_owned_id()),
+                    });
+                }
+                Err(_) => None,
+            };
             let transport = Arc::clone(transport);
             let (tenant, client) = (target.tenant.to_string(), target.client.to_string());
             tokio::spawn(async move {
@@ -214,8 +235,9 @@ where
                 }
                 let mut out = BytesMut::new();
                 reply::write_outcome(&mut out, id, &outcome);
-                if let Some(writer) = transport.streams.standalone(&bound.id) {
-                    let _ = writer.send(&out).await;
+                if let Some(reserved) = reserved {
+                    // Never waits: the room is held already.
+                    reserved.send(&out);
                 } else if transport.bus.is_shared() {
                     // The stream is held by another instance: route the response there. No
                     // holder (the client left): the response has nowhere to go.

@@ -10,7 +10,9 @@
 //! The hot path answers a request whose reply is ready at once **inline**: the dispatch future
 //! runs in the connection's own task and the reply is one JSON body or a few known SSE frames
 //! (`Body::frames`), with no spawned task and no channel (DESIGN.md §10). Only streams that stay
-//! open (GET, `subscriptions/listen`, the legacy `/sse`) are fed through a channel.
+//! open (GET, `subscriptions/listen`, the legacy `/sse`, a session's SSE-answered `tools/call`
+//! that has to wait) are fed through a channel, bounded in frames and bytes
+//! (`stream_queue_messages`, `stream_queue_bytes`).
 
 pub mod handshake;
 pub mod headers;
@@ -29,6 +31,7 @@ use http::HeaderName;
 
 use crate::access::Access;
 use crate::audit::{Audit, CallType, Outcome, Record, Surface};
+pub use crate::catalog::model::PostFraming;
 use crate::catalog::Catalog;
 use crate::http::Drain;
 use crate::mcp::Dispatcher;
@@ -78,9 +81,10 @@ pub fn wants_priming(version: &str) -> bool {
 pub struct Settings {
     /// Origins allowed besides the server's own (exact, case-insensitive).
     pub allowed_origins: Vec<String>,
-    /// Answer requests with an SSE stream even when JSON would do (when the client accepts both
-    /// equally).
-    pub prefer_sse: bool,
+    /// How handshake-era requests are answered on `/runtime/{tenant}/{client}/mcp` when the
+    /// client accepts both media types: SSE (default) or JSON. The stateless era and the BOS
+    /// platform endpoint answer JSON unless the reply streams, whatever this says.
+    pub post_framing: PostFraming,
     /// Largest request body; larger → 413.
     pub max_body_bytes: usize,
     /// Mint sessions on `initialize`.
@@ -97,7 +101,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             allowed_origins: Vec::new(),
-            prefer_sse: false,
+            post_framing: PostFraming::Sse,
             max_body_bytes: crate::http::body::DEFAULT_MAX_BODY_BYTES,
             sessions_enabled: true,
             require_session: false,

@@ -94,7 +94,9 @@ pub async fn post(
     if let Ok(Reply::Federated(call)) = outcome {
         return Ok(source_results::respond(transport, id, call));
     }
-    let framing = framing(accept, transport.settings.prefer_sse);
+    // JSON unless the client prefers SSE or the reply streams (`post_framing` is for the
+    // handshake era).
+    let framing = framing(accept, false);
     let size = outcome.as_ref().map_or(0, |r| reply::result_bytes(r).len());
     Ok(reply::inline(
         StatusCode::OK,
@@ -108,11 +110,11 @@ pub async fn post(
 
 /// JSON or SSE for an inline answer: SSE when the client prefers it, or on a tie when so
 /// configured.
-pub fn framing(accept: &Accept, prefer_sse: bool) -> Framing {
+pub fn framing(accept: &Accept, sse_by_default: bool) -> Framing {
     match accept.preferred() {
         Some(MediaKind::EventStream) => Framing::Sse,
         Some(MediaKind::Json) => Framing::Json,
-        None if prefer_sse => Framing::Sse,
+        None if sse_by_default => Framing::Sse,
         None => Framing::Json,
     }
 }
@@ -235,9 +237,7 @@ async fn listen(
     let mut framed = BytesMut::with_capacity(result.len() + 64);
     jsonrpc::write_result_raw(&mut framed, id, &result);
     let epilogue = sse::Encoder::new().message(None, &framed);
-    Ok(response::event_stream(Body::stream_with_epilogue(
-        opened.rx,
-        &transport.drain,
-        epilogue,
-    )))
+    Ok(response::event_stream(
+        Body::stream_with_epilogue(opened.rx, &transport.drain, epilogue).counted(opened.backlog),
+    ))
 }

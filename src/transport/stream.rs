@@ -42,6 +42,8 @@ use smallvec::SmallVec;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
+use crate::http::response::Backlog;
+
 use crate::mcp::{ListChanged, SubscriptionFilter};
 use crate::session::{IdHashBuilder, Inbox, Owner, OwnerKey, SessionId, Sessions};
 use crate::sse::Encoder;
@@ -53,9 +55,18 @@ pub const DEFAULT_RETAIN: Duration = Duration::from_secs(60);
 /// is older than the ring gets a fresh stream with nothing replayed.
 pub const DEFAULT_RETAIN_EVENTS: usize = 64;
 
-/// Default capacity of a stream's live channel: frames queued for the connection before a
-/// writer waits (memory per slow client stays bounded).
-pub const DEFAULT_CHANNEL_CAPACITY: usize = 16;
+/// Default `stream_queue_messages`: frames one stream may hold queued for its connection
+/// (including those reserved by requests still running, on the legacy `/sse` stream). When it
+/// is full a legacy POST is refused (503 with a JSON-RPC error, nothing runs) and a
+/// server-originated notification closes the connection instead (the client reconnects, and
+/// resumes where it can); a POST answer's own writer waits for room.
+pub const DEFAULT_STREAM_QUEUE_MESSAGES: usize = 64;
+
+/// Default `stream_queue_bytes`: bytes one stream may hold queued for its connection (and
+/// reserved), and bytes one stream's retention ring keeps. A frame is queued while the queue
+/// holds less, so it overshoots by at most one frame; when it is full the same refusals as for
+/// [`DEFAULT_STREAM_QUEUE_MESSAGES`] apply, and the ring drops its oldest frames.
+pub const DEFAULT_STREAM_QUEUE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Default interval of the janitor's sweep (expired sessions, dropped streams).
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
@@ -98,8 +109,12 @@ pub struct StreamConfig {
     pub retain_events: usize,
     /// `keepalive_secs`: idle time after which a live stream gets `: keepalive`.
     pub keepalive: Duration,
-    /// Live channel capacity per stream.
-    pub channel_capacity: usize,
+    /// `stream_queue_messages`: frames queued (or reserved) per stream connection; also the
+    /// live channel's capacity ([`DEFAULT_STREAM_QUEUE_MESSAGES`]).
+    pub queue_messages: usize,
+    /// `stream_queue_bytes`: bytes queued (or reserved) per stream connection, and bytes kept
+    /// per retention ring ([`DEFAULT_STREAM_QUEUE_BYTES`]).
+    pub queue_bytes: usize,
     /// `max_streams_per_session`: open streams (a live GET plus POST answers still running) one
     /// session may hold; one more fails with [`StreamError::TooMany`] (HTTP 429).
     pub max_per_session: usize,
@@ -112,7 +127,8 @@ impl Default for StreamConfig {
             retain: DEFAULT_RETAIN,
             retain_events: DEFAULT_RETAIN_EVENTS,
             keepalive: super::DEFAULT_SSE_KEEPALIVE,
-            channel_capacity: DEFAULT_CHANNEL_CAPACITY,
+            queue_messages: DEFAULT_STREAM_QUEUE_MESSAGES,
+            queue_bytes: DEFAULT_STREAM_QUEUE_BYTES,
             max_per_session: DEFAULT_MAX_STREAMS_PER_SESSION,
         }
     }
@@ -140,6 +156,10 @@ pub enum StreamError {
         /// The limit in force.
         max: usize,
     },
+    /// The stream's outbound queue is full (`stream_queue_messages` or `stream_queue_bytes`):
+    /// HTTP 503 for the request that would have queued, nothing runs.
+    #[error("the stream's outbound queue is full")]
+    Full,
     /// The configured instance id is not 1–16 characters of `[A-Za-z0-9_-]`.
     #[error("invalid instance id {0:?}: use 1-16 characters of [A-Za-z0-9_-]")]
     InvalidInstance(String),
@@ -313,7 +333,10 @@ struct Stream {
 struct State {
     log: Log,
     /// The attached connection, if any.
-    live: Option<mpsc::Sender<Bytes>>,
+    live: Option<Live>,
+    /// Bumped whenever a connection is attached: a reservation made on one connection is not
+    /// sent into its successor's channel.
+    attached: u64,
     /// When the last frame (keep-alives included) went to the connection.
     last_frame: Instant,
     /// When the stream stopped being live (detached or finished): the retention clock.
@@ -322,6 +345,43 @@ struct State {
     ended: bool,
     /// Removed (its session closed, or swept): nothing more, no resumption.
     closed: bool,
+}
+
+/// An attached connection: its channel and the byte count of what waits in it.
+struct Live {
+    tx: mpsc::Sender<Bytes>,
+    /// Bytes queued in `tx` (and reserved for it); the connection's body subtracts what it takes.
+    backlog: Arc<Backlog>,
+}
+
+impl Live {
+    /// A connection with `capacity` frames of room, and its receiving side.
+    fn channel(capacity: usize) -> (Self, mpsc::Receiver<Bytes>, Arc<Backlog>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let backlog = Arc::new(Backlog::default());
+        let live = Self {
+            tx,
+            backlog: Arc::clone(&backlog),
+        };
+        (live, rx, backlog)
+    }
+
+    /// Queues `bytes` through a permit of this channel, counting them.
+    fn queue(&self, permit: mpsc::Permit<'_, Bytes>, bytes: Bytes) {
+        self.backlog.add(bytes.len());
+        permit.send(bytes);
+    }
+}
+
+/// Why a frame did not reach the connection without waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Emitted {
+    /// Queued for the connection.
+    Sent,
+    /// The queue is full (frames or bytes); nothing was queued.
+    Full,
+    /// No connection (or it went away, or the stream ended).
+    Gone,
 }
 
 /// Sequence numbers and the ring of recent frames (resumable kinds only).
@@ -333,6 +393,8 @@ struct Log {
     ring: VecDeque<(u64, Bytes)>,
     /// The highest `seq` dropped from the ring: a resume from before it has lost frames.
     evicted_through: u64,
+    /// Bytes of the frames in `ring` (bounded by `stream_queue_bytes`).
+    ring_bytes: usize,
 }
 
 /// What a frame carries.
@@ -404,41 +466,68 @@ impl Stream {
         Some(bytes)
     }
 
-    /// Writes `frame` without waiting: into the live channel if it has room, else (resumable
-    /// kinds only, when no connection is attached) into the ring alone. Returns true when it
-    /// reached the connection.
-    fn try_emit(&self, registry: &Inner, frame: Frame<'_>) -> bool {
+    /// Writes `frame` without waiting into the live channel, when it has room in frames and in
+    /// bytes ([`Emitted::Sent`]). Nothing is written otherwise: [`Emitted::Full`] when the queue
+    /// is full, [`Emitted::Gone`] when no open connection is attached.
+    fn try_emit(&self, registry: &Inner, frame: Frame<'_>) -> Emitted {
         let mut state = self.lock();
         if state.closed || state.ended {
-            return false;
+            return Emitted::Gone;
         }
-        let sent = {
+        let emitted = {
             let State { log, live, .. } = &mut *state;
-            let Some(tx) = live.as_ref() else {
-                return false;
+            let Some(live) = live.as_ref() else {
+                return Emitted::Gone;
             };
-            let reserved = tx.try_reserve();
-            match reserved {
+            match live.tx.try_reserve() {
+                Ok(_) if !live.backlog.has_room(registry.config.queue_bytes) => Emitted::Full,
                 Ok(permit) => {
                     if let Some(bytes) = self.encode(log, registry, frame) {
-                        permit.send(bytes);
+                        live.queue(permit, bytes);
                     }
-                    Some(true)
+                    Emitted::Sent
                 }
-                Err(mpsc::error::TrySendError::Full(())) => Some(false),
-                Err(mpsc::error::TrySendError::Closed(())) => None,
+                Err(mpsc::error::TrySendError::Full(())) => Emitted::Full,
+                Err(mpsc::error::TrySendError::Closed(())) => Emitted::Gone,
             }
         };
-        match sent {
-            Some(true) => {
-                state.last_frame = Instant::now();
-                true
-            }
-            Some(false) => false,
-            None => {
+        match emitted {
+            Emitted::Sent => state.last_frame = Instant::now(),
+            Emitted::Gone => self.detach(&mut state),
+            Emitted::Full => {}
+        }
+        emitted
+    }
+
+    /// Writes a server-originated message without waiting; when the connection's queue is full
+    /// the connection is closed instead (its body ends after what is queued), so the client
+    /// reconnects: on a resumable stream the message is kept in the ring first, so resuming
+    /// from the last event the client saw replays it. Returns true when it was queued.
+    fn emit_or_close(&self, registry: &Inner, frame: Frame<'_>) -> bool {
+        match self.try_emit(registry, frame) {
+            Emitted::Sent => true,
+            Emitted::Gone => false,
+            Emitted::Full => {
+                let mut state = self.lock();
+                if self.kind.is_resumable() && !state.closed && !state.ended {
+                    self.encode(&mut state.log, registry, frame);
+                }
+                tracing::debug!(
+                    stream = self.id,
+                    "stream queue full: connection closed so the client reconnects"
+                );
                 self.detach(&mut state);
                 false
             }
+        }
+    }
+
+    /// Appends a message to the ring of a resumable stream that is not closed (finished ones
+    /// included: a `Post` stream retained after its response), for a later resume to replay.
+    fn keep_for_resume(&self, registry: &Inner, message: &[u8]) {
+        let mut state = self.lock();
+        if self.kind.is_resumable() && !state.closed {
+            self.encode(&mut state.log, registry, Frame::Message(message));
         }
     }
 
@@ -453,7 +542,7 @@ impl Stream {
     /// True when a connection is attached and still open.
     fn is_live(&self, state: &mut State) -> bool {
         match &state.live {
-            Some(tx) if !tx.is_closed() => true,
+            Some(live) if !live.tx.is_closed() => true,
             Some(_) => {
                 self.detach(state);
                 false
@@ -570,6 +659,8 @@ pub struct Opened {
     pub writer: StreamWriter,
     /// The connection side.
     pub rx: mpsc::Receiver<Bytes>,
+    /// The bytes queued in `rx`: hand it to `Body::counted` with `rx`.
+    pub backlog: Arc<Backlog>,
 }
 
 /// The outcome of [`StreamRegistry::resume`].
@@ -584,6 +675,8 @@ pub enum Resumed {
         replayed: usize,
         /// The resumed stream's id on this instance.
         stream: u64,
+        /// The bytes queued in `rx`: hand it to `Body::counted` with `rx`.
+        backlog: Arc<Backlog>,
     },
     /// Nothing to resume (another instance, unknown or foreign stream, aged out, malformed id):
     /// the caller opens a new stream; nothing is replayed.
@@ -642,9 +735,13 @@ impl StreamRegistry {
         owner: Owner<'_>,
         kind: StreamKind,
     ) -> Result<Opened, StreamError> {
-        let (tx, rx) = mpsc::channel(self.inner.config.channel_capacity.max(1));
-        let writer = self.register(session, owner, kind, Some(tx))?;
-        Ok(Opened { writer, rx })
+        let (live, rx, backlog) = Live::channel(self.inner.config.queue_messages);
+        let writer = self.register(session, owner, kind, Some(live))?;
+        Ok(Opened {
+            writer,
+            rx,
+            backlog,
+        })
     }
 
     /// Registers a `Post` stream with no connection: for a reply whose frames are all known
@@ -693,6 +790,7 @@ impl StreamRegistry {
             state: Mutex::new(State {
                 log,
                 live: None,
+                attached: 0,
                 last_frame: now,
                 idle_since: Some(now),
                 ended: true,
@@ -724,6 +822,44 @@ impl StreamRegistry {
             stream,
             registry: self.inner.clone(),
             finish_on_drop: false,
+        })
+    }
+
+    /// Reserves room for one message on the session's live standalone stream (`Get`, else
+    /// `Legacy`): one frame of the queue and `bytes` of its byte budget (what the caller holds
+    /// until the message is ready), so a request whose answer goes there is refused *before* it
+    /// runs when the queue is full ([`StreamError::Full`]) instead of waiting in memory for a
+    /// reader. [`StreamError::Closed`] when no live standalone stream is held here.
+    pub fn reserve(&self, session: &SessionId, bytes: usize) -> Result<Reservation, StreamError> {
+        let stream = self
+            .standalone(session)
+            .map(|writer| Arc::clone(&writer.stream))
+            .ok_or(StreamError::Closed)?;
+        let state = stream.lock();
+        let Some(live) = state.live.as_ref() else {
+            return Err(StreamError::Closed);
+        };
+        if !live.backlog.has_room(self.inner.config.queue_bytes) {
+            return Err(StreamError::Full);
+        }
+        let permit = live
+            .tx
+            .clone()
+            .try_reserve_owned()
+            .map_err(|err| match err {
+                mpsc::error::TrySendError::Full(_) => StreamError::Full,
+                mpsc::error::TrySendError::Closed(_) => StreamError::Closed,
+            })?;
+        live.backlog.add(bytes);
+        let (backlog, attached) = (Arc::clone(&live.backlog), state.attached);
+        drop(state);
+        Ok(Reservation {
+            stream,
+            registry: Arc::clone(&self.inner),
+            permit: Some(permit),
+            backlog,
+            attached,
+            reserved: bytes,
         })
     }
 
@@ -786,15 +922,17 @@ impl StreamRegistry {
             .map(|(_, frame)| frame.clone())
             .collect();
         let replayed = replay.len();
-        let (tx, rx) = mpsc::channel(replayed + self.inner.config.channel_capacity.max(1));
+        let (live, rx, backlog) = Live::channel(replayed + self.inner.config.queue_messages);
         for frame in replay {
-            // The capacity covers every replayed frame.
-            let _ = tx.try_send(frame);
+            // The capacity covers every replayed frame; their bytes are the ring's, bounded.
+            live.backlog.add(frame.len());
+            let _ = live.tx.try_send(frame);
         }
         // A previous connection of this stream is replaced (its body ends).
         stream.detach(&mut state);
         if !state.ended {
-            state.live = Some(tx);
+            state.live = Some(live);
+            state.attached += 1;
             state.idle_since = None;
             state.last_frame = now;
             if stream.kind == StreamKind::Get {
@@ -805,6 +943,7 @@ impl StreamRegistry {
             rx,
             replayed,
             stream: stream.id,
+            backlog,
         })
     }
 
@@ -836,9 +975,11 @@ impl StreamRegistry {
     /// holding a live stream here — on its `Get` stream if live, else its `Legacy` stream, else
     /// its most recent `Post` stream still connected — and to every live `Listen` stream of
     /// that owner that asked for tool list changes. `make(None)` builds the session message,
-    /// `make(Some(subscription_id))` a listen stream's. Nothing is queued for sessions without
-    /// a live stream. Never waits: a stream whose channel is full is skipped (best effort).
-    /// Returns how many streams got it.
+    /// `make(Some(subscription_id))` a listen stream's. A session without a live stream gets it
+    /// in the ring of its most recent retained `Post` stream, so resuming that stream replays
+    /// it. Never waits: a stream whose queue is full has its connection closed (the client
+    /// reconnects; a resumable stream keeps the message for the resume). Returns how many
+    /// streams got it live.
     pub fn deliver_list_changed(
         &self,
         tenant: &str,
@@ -849,7 +990,7 @@ impl StreamRegistry {
         let mut n_delivered = 0;
         let mut session_message: Option<Bytes> = None;
         for shard in self.inner.sessions.iter() {
-            let candidates: SmallVec<[Arc<Stream>; 16]> = {
+            let candidates: SmallVec<[(Arc<Stream>, bool); 16]> = {
                 let sessions = lock(shard);
                 sessions
                     .values()
@@ -860,19 +1001,22 @@ impl StreamRegistry {
                     })
                     .filter_map(|entry| {
                         let preferred = entry.get.iter().chain(entry.legacy.iter());
-                        preferred
-                            .chain(entry.posts.iter().rev())
-                            .find(|stream| {
-                                let mut state = stream.lock();
-                                !state.ended && stream.is_live(&mut state)
-                            })
-                            .cloned()
+                        let live = preferred.chain(entry.posts.iter().rev()).find(|stream| {
+                            let mut state = stream.lock();
+                            !state.ended && stream.is_live(&mut state)
+                        });
+                        match live {
+                            Some(stream) => Some((stream.clone(), true)),
+                            None => entry.posts.last().map(|post| (post.clone(), false)),
+                        }
                     })
                     .collect()
             };
-            for stream in candidates {
+            for (stream, is_live) in candidates {
                 let message = session_message.get_or_insert_with(|| make(None));
-                if stream.try_emit(&self.inner, Frame::Message(message)) {
+                if !is_live {
+                    stream.keep_for_resume(&self.inner, message);
+                } else if stream.emit_or_close(&self.inner, Frame::Message(message)) {
                     n_delivered += 1;
                 }
             }
@@ -892,7 +1036,7 @@ impl StreamRegistry {
                 } = &stream.kind
                 {
                     let message = make(Some(subscription_id));
-                    if stream.try_emit(&self.inner, Frame::Message(&message)) {
+                    if stream.emit_or_close(&self.inner, Frame::Message(&message)) {
                         n_delivered += 1;
                     }
                 }
@@ -918,10 +1062,20 @@ impl StreamRegistry {
                 if now.saturating_duration_since(state.last_frame) < keepalive {
                     continue;
                 }
-                let sent = state
-                    .live
-                    .as_ref()
-                    .is_some_and(|tx| tx.try_send(Bytes::from_static(KEEPALIVE_FRAME)).is_ok());
+                let sent = state.live.as_ref().is_some_and(|live| {
+                    if !live.backlog.has_room(self.inner.config.queue_bytes) {
+                        return false;
+                    }
+                    live.backlog.add(KEEPALIVE_FRAME.len());
+                    let sent = live
+                        .tx
+                        .try_send(Bytes::from_static(KEEPALIVE_FRAME))
+                        .is_ok();
+                    if !sent {
+                        live.backlog.sub(KEEPALIVE_FRAME.len());
+                    }
+                    sent
+                });
                 if sent {
                     state.last_frame = now;
                     n_sent += 1;
@@ -1019,7 +1173,7 @@ impl StreamRegistry {
         session: Option<SessionId>,
         owner: Owner<'_>,
         kind: StreamKind,
-        live: Option<mpsc::Sender<Bytes>>,
+        live: Option<Live>,
     ) -> Result<StreamWriter, StreamError> {
         match (&kind, session) {
             (StreamKind::Listen { .. }, Some(_)) => {
@@ -1042,6 +1196,7 @@ impl StreamRegistry {
             state: Mutex::new(State {
                 log: Log::default(),
                 live,
+                attached: u64::from(is_attached),
                 last_frame: now,
                 idle_since: if is_attached { None } else { Some(now) },
                 ended: false,
@@ -1137,18 +1292,24 @@ impl Inner {
         self.stream_shard(stream_id).get(&stream_id).cloned()
     }
 
-    /// Appends a frame to the ring, evicting the oldest beyond `retain_events`.
+    /// Appends a frame to the ring, evicting the oldest beyond `retain_events` frames or
+    /// `stream_queue_bytes` bytes (the newest frame is always kept).
     fn retain(&self, log: &mut Log, seq: u64, frame: Bytes) {
         let limit = self.config.retain_events;
         if limit == 0 {
             log.evicted_through = seq;
             return;
         }
-        while log.ring.len() >= limit {
-            if let Some((old_seq, _)) = log.ring.pop_front() {
-                log.evicted_through = old_seq;
-            }
+        while log.ring.len() >= limit
+            || (!log.ring.is_empty() && log.ring_bytes + frame.len() > self.config.queue_bytes)
+        {
+            let Some((old_seq, old)) = log.ring.pop_front() else {
+                break;
+            };
+            log.evicted_through = old_seq;
+            log.ring_bytes = log.ring_bytes.saturating_sub(old.len());
         }
+        log.ring_bytes += frame.len();
         log.ring.push_back((seq, frame));
     }
 
@@ -1182,6 +1343,7 @@ impl Inner {
         state.closed = true;
         state.ended = true;
         state.log.ring = VecDeque::new();
+        state.log.ring_bytes = 0;
         stream.detach(state);
         stream.changed.notify_waiters();
     }
@@ -1208,23 +1370,16 @@ pub fn list_changed_message(subscription_id: Option<&[u8]>) -> Bytes {
 }
 
 impl Inbox for StreamRegistry {
-    /// Writes at once when the channel has room; when it is full (a slow client), a task waits
-    /// for room so a routed response is not lost, within the stream's usual backpressure.
+    /// Writes at once when the stream's queue has room. A full queue (a client that does not
+    /// read) closes the connection instead, so the client reconnects: nothing waits in memory
+    /// for a reader that may never come.
     fn deliver(&self, session: &SessionId, message: &[u8]) -> bool {
         let Some(writer) = self.standalone(session) else {
             return false;
         };
-        if writer.stream.try_emit(&self.inner, Frame::Message(message)) {
-            return true;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return false;
-        };
-        let message = message.to_vec();
-        runtime.spawn(async move {
-            let _ = writer.send(&message).await;
-        });
-        true
+        writer
+            .stream
+            .emit_or_close(&self.inner, Frame::Message(message))
     }
 
     fn invalidate(&self, tenant: &str) -> usize {
@@ -1317,6 +1472,24 @@ impl StreamWriter {
         self.push_frame(Frame::Message(message))
     }
 
+    /// Attaches a connection to a `Post` stream opened with [`StreamRegistry::open_inline`]
+    /// whose answer turned out not to be ready at once: frames written from now on go to the
+    /// returned receiver (hand it to `Body::counted` with the byte count), and the stream
+    /// counts as live (keep-alives, list_changed).
+    pub fn connect(&self) -> Result<(mpsc::Receiver<Bytes>, Arc<Backlog>), StreamError> {
+        let mut state = self.stream.lock();
+        if state.closed || state.ended {
+            return Err(StreamError::Closed);
+        }
+        let (live, rx, backlog) = Live::channel(self.registry.config.queue_messages);
+        self.stream.detach(&mut state);
+        state.live = Some(live);
+        state.attached += 1;
+        state.idle_since = None;
+        state.last_frame = Instant::now();
+        Ok((rx, backlog))
+    }
+
     /// Like [`StreamWriter::push`], for the priming event.
     pub fn push_priming(&self, retry_ms: Option<u64>) -> Result<Bytes, StreamError> {
         self.push_frame(Frame::Priming(retry_ms))
@@ -1339,7 +1512,7 @@ impl StreamWriter {
             let tx = {
                 let state = self.stream.lock();
                 match &state.live {
-                    Some(tx) if !tx.is_closed() => tx.downgrade(),
+                    Some(live) if !live.tx.is_closed() => live.tx.downgrade(),
                     _ => return,
                 }
             };
@@ -1364,15 +1537,17 @@ impl StreamWriter {
     }
 
     async fn emit(&self, frame: Frame<'_>) -> Result<(), StreamError> {
+        let limit = self.registry.config.queue_bytes;
+        let resumable = self.stream.kind.is_resumable();
         loop {
-            let tx = {
+            let (tx, backlog) = {
                 let mut state = self.stream.lock();
                 if state.closed || state.ended {
                     return Err(StreamError::Closed);
                 }
                 match &state.live {
-                    Some(tx) => tx.clone(),
-                    None if self.stream.kind.is_resumable() => {
+                    Some(live) => (live.tx.clone(), Arc::clone(&live.backlog)),
+                    None if resumable => {
                         // Nobody connected: keep it for a resume.
                         self.stream.encode(&mut state.log, &self.registry, frame);
                         return Ok(());
@@ -1390,11 +1565,26 @@ impl StreamWriter {
                     if state
                         .live
                         .as_ref()
-                        .is_some_and(|live| live.same_channel(&tx))
+                        .is_some_and(|live| live.tx.same_channel(&tx))
                     {
+                        if !backlog.has_room(limit) {
+                            // Full in bytes: the connection closes so the client reconnects;
+                            // a resumable stream keeps the frame for that resume.
+                            drop(permit);
+                            if resumable {
+                                self.stream.encode(&mut state.log, &self.registry, frame);
+                            }
+                            self.stream.detach(&mut state);
+                            return if resumable {
+                                Ok(())
+                            } else {
+                                Err(StreamError::Full)
+                            };
+                        }
                         if let Some(bytes) =
                             self.stream.encode(&mut state.log, &self.registry, frame)
                         {
+                            backlog.add(bytes.len());
                             permit.send(bytes);
                         }
                         state.last_frame = Instant::now();
@@ -1407,7 +1597,7 @@ impl StreamWriter {
                     if state
                         .live
                         .as_ref()
-                        .is_some_and(|live| live.same_channel(&tx))
+                        .is_some_and(|live| live.tx.same_channel(&tx))
                     {
                         self.stream.detach(&mut state);
                     }
@@ -1433,6 +1623,76 @@ impl Drop for StreamWriter {
         if self.finish_on_drop {
             self.finish_now();
         }
+    }
+}
+
+// === reservations ===
+
+/// Room held on a stream's queue for one message still being produced (a legacy request
+/// running): a frame of the channel and some bytes of its budget. Dropping it unsent gives both
+/// back.
+pub struct Reservation {
+    stream: Arc<Stream>,
+    registry: Arc<Inner>,
+    permit: Option<mpsc::OwnedPermit<Bytes>>,
+    /// The byte count of the connection the reservation was made on.
+    backlog: Arc<Backlog>,
+    /// Which connection (`State::attached`) it was made on.
+    attached: u64,
+    /// Bytes held in `backlog` for the message until it is sent.
+    reserved: usize,
+}
+
+impl std::fmt::Debug for Reservation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reservation")
+            .field("stream", &self.stream.id)
+            .field("reserved", &self.reserved)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reservation {
+    /// Sends `message` (`event: message`) into the reserved room, never waiting. When the
+    /// connection it was reserved on has gone, a resumable stream keeps the message in its
+    /// ring (or hands it to the connection that replaced it, if that has room). Returns true
+    /// when it was queued for a connection.
+    pub fn send(mut self, message: &[u8]) -> bool {
+        let Some(permit) = self.permit.take() else {
+            return false;
+        };
+        let mut state = self.stream.lock();
+        if state.closed || state.ended {
+            return false;
+        }
+        if state.attached == self.attached && state.live.is_some() {
+            if let Some(bytes) =
+                self.stream
+                    .encode(&mut state.log, &self.registry, Frame::Message(message))
+            {
+                self.backlog.add(bytes.len());
+                permit.send(bytes);
+            }
+            state.last_frame = Instant::now();
+            return true;
+        }
+        drop(permit);
+        if state.live.is_none() {
+            if self.stream.kind.is_resumable() {
+                self.stream
+                    .encode(&mut state.log, &self.registry, Frame::Message(message));
+            }
+            return false;
+        }
+        drop(state);
+        self.stream
+            .emit_or_close(&self.registry, Frame::Message(message))
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.backlog.sub(self.reserved);
     }
 }
 

@@ -13,6 +13,8 @@
 //! The snapshot is read once per request and travels in [`crate::mcp::Scope`]. Must not
 //! implement MCP methods.
 
+use std::sync::Arc;
+
 use http::request::Parts;
 use http::{Method, Response, StatusCode};
 
@@ -30,7 +32,7 @@ use crate::mcp::{names, Era, HANDSHAKE_VERSIONS};
 /// Handles one request on the MCP endpoint, after the gate ([`crate::access`]) admitted it:
 /// Origin, tenant and client, and the caller's credential are checked already.
 pub async fn handle<B>(
-    transport: &Transport,
+    transport: &Arc<Transport>,
     parts: &Parts,
     body: B,
     target: &Target<'_>,
@@ -127,7 +129,7 @@ pub fn parse_error(err: jsonrpc::ParseError) -> Error {
 }
 
 async fn post<B>(
-    transport: &Transport,
+    transport: &Arc<Transport>,
     parts: &Parts,
     body: B,
     target: &Target<'_>,

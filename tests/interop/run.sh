@@ -4,7 +4,7 @@
 # Creates (or reuses) a venv in target/interop-venv, builds sluice (debug profile: the binary
 # `cargo test` already built, so CI compiles nothing new; interop checks behaviour, not speed), starts the stub
 # downstream API (downstream.py) and two `sluice serve` on free loopback ports with the fixture
-# configuration (as is, and with `prefer_sse = true`), waits for /healthz, runs test_python_sdk.py, and always stops what it started.
+# configuration (as is, and with `post_framing = "json"`), waits for /healthz, runs test_python_sdk.py, and always stops what it started.
 # The last line printed is `N passed, N failed`; the exit status is non-zero on any failure.
 #
 # Env: CARGO_TARGET_DIR (where the binary is built, default target/),
@@ -113,20 +113,21 @@ except Exception:
   setup_failed "no free port for $name after 5 attempts"
 }
 
-# The main instance (its file is rewritten by the reload checks), and one with `prefer_sse = true`
-# so that every answer to a POST is an SSE stream (priming event, event ids).
+# The main instance (its file is rewritten by the reload checks; the default configuration, so
+# every handshake-era answer to a POST is an SSE stream with priming event and event ids), and one
+# with `post_framing = "json"` (every answer JSON).
 start_sluice sluice "$config"
 main_base=$base
-sse_config="$work/sluice-sse.toml"
-sed 's/^\[server\]$/[server]\nprefer_sse = true/' "$config" >"$sse_config"
-grep -q '^prefer_sse = true$' "$sse_config" || setup_failed "could not write $sse_config"
-start_sluice sluice-sse "$sse_config"
-sse_base=$base
+json_config="$work/sluice-json.toml"
+sed 's/^\[server\]$/[server]\npost_framing = "json"/' "$config" >"$json_config"
+grep -q '^post_framing = "json"$' "$json_config" || setup_failed "could not write $json_config"
+start_sluice sluice-json "$json_config"
+json_base=$base
 
 # --- the checks ---
 summary="$work/summary"
 status=0
-SLUICE_URL="$main_base" SLUICE_SSE_URL="$sse_base" SLUICE_CONFIG="$config" INTEROP_API="$api" ADMIN_TOKEN="$admin_token" \
+SLUICE_URL="$main_base" SLUICE_JSON_URL="$json_base" SLUICE_CONFIG="$config" INTEROP_API="$api" ADMIN_TOKEN="$admin_token" \
   INTEROP_SUMMARY="$summary" "$py" "$here/test_python_sdk.py" || status=$?
 if [ ! -s "$summary" ]; then
   for log in "$work"/sluice*.log; do echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; done

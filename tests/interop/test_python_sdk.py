@@ -2,7 +2,7 @@
 
 Run by tests/interop/run.sh, which starts sluice and the stub downstream and sets:
   SLUICE_URL       base URL of sluice, e.g. http://127.0.0.1:PORT
-  SLUICE_SSE_URL   base URL of a second sluice with `prefer_sse = true` (same fixture)
+  SLUICE_JSON_URL  base URL of a second sluice with `post_framing = "json"` (same fixture)
   SLUICE_CONFIG    the configuration file sluice serves (rewritten here before a reload)
   INTEROP_API      base URL of the stub downstream (for the tool added on reload)
   ADMIN_TOKEN      the `[server] admin_token` of that file
@@ -12,7 +12,8 @@ Four cases, each a series of named checks with a pass/fail verdict and a 20 s ce
   1. stateless (2026-07-28) with the client's default `mode="auto"` (probes `server/discover`);
   2. handshake era with `mode="legacy"` (initialize, session, GET stream, DELETE on close);
   3. the deprecated HTTP+SSE transport (`mcp.client.sse.sse_client`);
-  4. both eras again against the `prefer_sse` instance, every answer an SSE stream.
+  4. the handshake era's framing: every answer an SSE stream by default (the main instance),
+     every answer JSON on the `post_framing = "json"` instance.
 Prints one line per check and, last, `N passed, N failed`. Exits 1 on any failure or when no check
 ran. A check listed in EXPECTED_FAILURES that fails is reported as XFAIL with its reason and not
 counted as failed; one that passes there is reported as XPASS and counted as failed (the entry is
@@ -56,8 +57,8 @@ SUMMARY = os.environ.get("INTEROP_SUMMARY")
 
 MCP_URL = f"{BASE}/runtime/interop/agent/mcp"
 SSE_URL = f"{BASE}/runtime/interop/agent/sse"
-# The second instance, configured with `prefer_sse = true`: POSTs are answered as SSE streams.
-SSE_ANSWERS_URL = f"{os.environ['SLUICE_SSE_URL'].rstrip('/')}/runtime/interop/agent/mcp"
+# The second instance, configured with `post_framing = "json"`: POSTs are answered as JSON.
+JSON_ANSWERS_URL = f"{os.environ['SLUICE_JSON_URL'].rstrip('/')}/runtime/interop/agent/mcp"
 
 # Tenant `secure` accepts only API keys (sluice.interop.toml).
 SECURE_URL = f"{BASE}/runtime/secure/agent/mcp"
@@ -534,11 +535,11 @@ async def case_legacy_sse(report: Report) -> None:
     await case.check(names[4], auto_fallback)
 
 
-# === case 4: every answer an SSE stream (prefer_sse) ===
+# === case 4: the handshake era's framing (post_framing) ===
 
 
-def sse_answered(wire: Wire) -> None:
-    """Every JSON-RPC request POSTed through `wire` was answered with `text/event-stream`."""
+def sse_answered(wire: Wire, want: str = "text/event-stream") -> None:
+    """Every JSON-RPC request POSTed through `wire` was answered with `want`."""
     answered = 0
     for response in wire.responses:
         request = response.request
@@ -553,8 +554,8 @@ def sse_answered(wire: Wire) -> None:
         answered += 1
         content_type = response.headers.get("content-type", "")
         expect(
-            response.status_code == 200 and content_type.startswith("text/event-stream"),
-            f"{body.get('method')}: {response.status_code} {content_type!r}, want an SSE answer",
+            response.status_code == 200 and content_type.startswith(want),
+            f"{body.get('method')}: {response.status_code} {content_type!r}, want {want}",
         )
     expect(answered > 0, "no request was answered")
 
@@ -562,21 +563,22 @@ def sse_answered(wire: Wire) -> None:
 async def case_sse_answers(report: Report) -> None:
     case = Case(report, "sse-answers")
 
-    async def stateless() -> None:
+    async def json_answers() -> None:
         wire = Wire()
         async with wire.client() as http:
-            client = Client(streamable_http_client(SSE_ANSWERS_URL, http_client=http), read_timeout_seconds=READ_TIMEOUT)
+            transport = streamable_http_client(JSON_ANSWERS_URL, http_client=http)
+            client = Client(transport, mode="legacy", read_timeout_seconds=READ_TIMEOUT)
             async with client:
-                expect(client.protocol_version == MODERN, f"negotiated {client.protocol_version!r}")
-                await check_tools_list(client, modern=True)
+                expect(client.protocol_version == HANDSHAKE_LATEST, f"negotiated {client.protocol_version!r}")
+                await check_tools_list(client, modern=False)
                 await check_call(client)
-                await check_bad_arguments(client)
-        sse_answered(wire)
+                await client.send_ping()
+        sse_answered(wire, want="application/json")
 
     async def handshake() -> None:
         wire = Wire()
         async with wire.client() as http:
-            transport = streamable_http_client(SSE_ANSWERS_URL, http_client=http)
+            transport = streamable_http_client(MCP_URL, http_client=http)
             client = Client(transport, mode="legacy", read_timeout_seconds=READ_TIMEOUT)
             async with client:
                 expect(client.protocol_version == HANDSHAKE_LATEST, f"negotiated {client.protocol_version!r}")
@@ -588,8 +590,8 @@ async def case_sse_answers(report: Report) -> None:
         sse_answered(wire)
         expect(wire.deleted and wire.deleted[-1] in (200, 204), f"DELETE answered {wire.deleted}")
 
-    await case.check("stateless: discover, tools/list, tools/call, isError over SSE answers", stateless)
-    await case.check("handshake: initialize, lists, tools/call, resources, ping over SSE answers", handshake)
+    await case.check("handshake (default): initialize, lists, tools/call, resources, ping over SSE answers", handshake)
+    await case.check("handshake (post_framing = json): initialize, lists, tools/call, ping over JSON", json_answers)
 
 
 async def case_auth(report: Report) -> None:

@@ -205,8 +205,10 @@ async fn start(
     tools: impl Fn(SocketAddr) -> String,
 ) -> Sluice {
     let providers = Providers::start(sources).await;
+    // Plain (not source-results) answers as JSON, as these tests read them: the framing of
+    // handshake-era answers is not what they test.
     let text = format!(
-        "[[tenant]]\nid = \"t\"\nauth = {{ anonymous = true }}\n[[tenant.client]]\nid = \"c\"\n\
+        "[server]\npost_framing = \"json\"\n[[tenant]]\nid = \"t\"\nauth = {{ anonymous = true }}\n[[tenant.client]]\nid = \"c\"\n\
          [[tenant.toolset]]\nid = \"s\"\n{}\n[[tenant.assignment]]\nclient = \"c\"\ntoolset = \"s\"\n",
         tools(providers.addr)
     );

@@ -34,11 +34,26 @@ struct TestServer {
 }
 
 impl TestServer {
+    /// A server answering handshake-era requests as JSON (`post_framing = "json"`): these
+    /// tests check the HTTP plumbing on JSON bodies.
     async fn start() -> Self {
         Self::with(|_| {}).await
     }
 
+    /// The default configuration but for the test hooks (SSE answers).
+    async fn with_defaults() -> Self {
+        Self::configured(|_| {}).await
+    }
+
     async fn with(configure: impl FnOnce(&mut ServeConfig)) -> Self {
+        Self::configured(|config| {
+            config.post_framing = sluice::transport::PostFraming::Json;
+            configure(config);
+        })
+        .await
+    }
+
+    async fn configured(configure: impl FnOnce(&mut ServeConfig)) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let hooks = Arc::new(TestHooks::default());
@@ -213,8 +228,12 @@ async fn ping_answers_sse_when_the_client_prefers_it() {
 }
 
 #[tokio::test]
-async fn ping_answers_sse_when_configured_to_prefer_it() {
-    let server = TestServer::with(|c| c.prefer_sse = true).await;
+async fn ping_answers_sse_by_default_and_json_when_configured() {
+    let json = TestServer::start().await;
+    let reply = post_mcp(json.addr, &[], PING).await;
+    assert_eq!(reply.content_type(), "application/json");
+
+    let server = TestServer::with_defaults().await;
     let reply = post_mcp(
         server.addr,
         &[],

@@ -10,6 +10,7 @@ mod demo;
 mod federation;
 mod hardening_fed;
 mod hardening_gate;
+mod hardening_streams;
 mod http;
 mod invoke;
 mod jsonrpc;

@@ -19,6 +19,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use sluice::catalog::Catalog;
+use sluice::transport::PostFraming;
 use sluice::ServeConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -460,8 +461,12 @@ async fn modern(
 // === tests: handshake era ===
 
 #[tokio::test]
-async fn initialize_answers_json_by_default_without_a_session_header_when_sessions_are_off() {
-    let sluice = Sluice::with(|c| c.sessions_enabled = false).await;
+async fn initialize_answers_json_without_a_session_header_when_sessions_are_off() {
+    let sluice = Sluice::with(|c| {
+        c.sessions_enabled = false;
+        c.post_framing = PostFraming::Json;
+    })
+    .await;
     let reply = post(sluice.addr, &[], &initialize_body("2025-06-18")).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.header("content-type"), "application/json");
@@ -493,7 +498,7 @@ async fn notifications_and_responses_are_202_with_an_empty_body() {
 
 #[tokio::test]
 async fn unknown_method_is_32601_on_200_in_the_handshake_era() {
-    let sluice = Sluice::start().await;
+    let sluice = Sluice::with(|c| c.post_framing = PostFraming::Json).await;
     let reply = post(
         sluice.addr,
         &[],
@@ -527,7 +532,7 @@ async fn unknown_tenant_or_client_is_404_with_a_json_rpc_body() {
 
 #[tokio::test]
 async fn inline_json_or_sse_by_accept_preference() {
-    let sluice = Sluice::start().await;
+    let sluice = Sluice::with(|c| c.post_framing = PostFraming::Json).await;
     let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
     let reply = post(sluice.addr, &[("accept", BOTH)], ping).await;
     assert_eq!(reply.header("content-type"), "application/json");
@@ -542,7 +547,8 @@ async fn inline_json_or_sse_by_accept_preference() {
     let reply = post(sluice.addr, &[("accept", PREFER_JSON)], ping).await;
     assert_eq!(reply.header("content-type"), "application/json");
 
-    let sluice = Sluice::with(|c| c.prefer_sse = true).await;
+    // The default: SSE on a tie.
+    let sluice = Sluice::start().await;
     let reply = post(sluice.addr, &[("accept", BOTH)], ping).await;
     assert_eq!(
         reply.messages(),

@@ -226,7 +226,8 @@ fn registry(retain_events: usize) -> StreamRegistry {
         retain: Duration::from_secs(60),
         retain_events,
         keepalive: Duration::from_secs(15),
-        channel_capacity: 8,
+        queue_messages: 8,
+        queue_bytes: sluice::transport::stream::DEFAULT_STREAM_QUEUE_BYTES,
         max_per_session: 8,
     })
     .expect("registry")
@@ -306,7 +307,7 @@ fn is_fresh(resumed: Result<Resumed, StreamError>) -> bool {
 async fn frames_carry_instance_stream_and_seq() {
     let streams = registry(16);
     let session = SessionId::random();
-    let Opened { writer, mut rx } = streams
+    let Opened { writer, mut rx, .. } = streams
         .open(Some(session), ALICE, StreamKind::Post)
         .unwrap();
     writer.prime(Some(3000)).await.unwrap();
@@ -408,7 +409,8 @@ async fn foreign_and_malformed_ids_give_a_fresh_stream() {
 async fn aged_out_ids_give_a_fresh_stream() {
     let streams = registry(3);
     let session = SessionId::random();
-    let Opened { writer, mut rx } = streams.open(Some(session), ALICE, StreamKind::Get).unwrap();
+    let Opened { writer, mut rx, .. } =
+        streams.open(Some(session), ALICE, StreamKind::Get).unwrap();
     for n in 1..=6 {
         writer.send(format!("m{n}").as_bytes()).await.unwrap();
     }
@@ -425,7 +427,7 @@ async fn aged_out_ids_give_a_fresh_stream() {
 async fn finished_post_streams_are_resumable_within_retain_only() {
     let streams = registry(16);
     let session = SessionId::random();
-    let Opened { writer, rx } = streams
+    let Opened { writer, rx, .. } = streams
         .open(Some(session), ALICE, StreamKind::Post)
         .unwrap();
     writer.prime(None).await.unwrap();
@@ -460,7 +462,7 @@ async fn finished_post_streams_are_resumable_within_retain_only() {
 async fn dropping_a_post_writer_finishes_the_stream() {
     let streams = registry(16);
     let session = SessionId::random();
-    let Opened { writer, mut rx } = streams
+    let Opened { writer, mut rx, .. } = streams
         .open(Some(session), ALICE, StreamKind::Post)
         .unwrap();
     writer.send(b"only").await.unwrap();
@@ -564,7 +566,7 @@ async fn close_session_ends_every_stream() {
 async fn legacy_stream_has_endpoint_and_messages_without_ids() {
     let streams = registry(16);
     let session = SessionId::random();
-    let Opened { writer, mut rx } = streams
+    let Opened { writer, mut rx, .. } = streams
         .open(Some(session), ALICE, StreamKind::Legacy)
         .unwrap();
     writer
@@ -600,7 +602,7 @@ async fn list_changed_reaches_each_live_session_once() {
     let s2 = SessionId::random();
     let mut s2_old = streams.open(Some(s2), ALICE, StreamKind::Post).unwrap();
     let mut s2_new = streams.open(Some(s2), ALICE, StreamKind::Post).unwrap();
-    // s3: its only stream finished (retained, not attached) → nothing, nothing queued.
+    // s3: its only stream finished (retained, not attached) → kept in its ring for a resume.
     let s3 = SessionId::random();
     let s3_post = streams.open(Some(s3), ALICE, StreamKind::Post).unwrap();
     s3_post.writer.send(b"done").await.unwrap();
@@ -681,10 +683,10 @@ async fn list_changed_reaches_each_live_session_once() {
     assert!(drain(&mut listen.rx).is_empty());
     assert_eq!(datas(&drain(&mut s1_get.rx)), vec![&b"resources"[..]]);
     assert_eq!(datas(&drain(&mut s2_new.rx)), vec![&b"resources"[..]]);
-    // Nothing was queued for s3 or s4: resuming them replays nothing new.
+    // s3's retained POST stream kept both messages: resuming it replays them. Nothing for s4.
     let (mut rx, replayed) = replay(streams.resume(s3_last.as_bytes(), &s3, ALICE));
-    assert_eq!(replayed, 0);
-    assert!(drain(&mut rx).is_empty());
+    assert_eq!(replayed, 2);
+    assert_eq!(drain(&mut rx).len(), 2);
     assert!(streams.standalone(&s4).is_none());
     // The whole tenant (catalog invalidation through the bus) reaches the other client too.
     let bus = Bus::local(Arc::new(streams.clone()));
@@ -720,7 +722,8 @@ async fn idle_streams_get_keepalives_and_frames_reset_the_clock() {
     let session = SessionId::random();
     let sessions = Sessions::local(config());
     let janitor = spawn_janitor(&streams, sessions, Duration::from_secs(5));
-    let Opened { writer, mut rx } = streams.open(Some(session), ALICE, StreamKind::Get).unwrap();
+    let Opened { writer, mut rx, .. } =
+        streams.open(Some(session), ALICE, StreamKind::Get).unwrap();
     // Let the janitor's first ticks run at t=0.
     settle().await;
     step(14).await;
@@ -772,7 +775,7 @@ async fn janitor_closes_streams_of_expired_sessions() {
 async fn polling_close_sends_retry_then_ends_the_connection() {
     let streams = registry(16);
     let session = SessionId::random();
-    let Opened { writer, mut rx } = streams
+    let Opened { writer, mut rx, .. } = streams
         .open(Some(session), ALICE, StreamKind::Post)
         .unwrap();
     writer.prime(None).await.unwrap();
@@ -811,7 +814,8 @@ async fn polling_close_sends_retry_then_ends_the_connection() {
 async fn slow_clients_make_writers_wait_and_keep_order() {
     let streams = registry(64);
     let session = SessionId::random();
-    let Opened { writer, mut rx } = streams.open(Some(session), ALICE, StreamKind::Get).unwrap();
+    let Opened { writer, mut rx, .. } =
+        streams.open(Some(session), ALICE, StreamKind::Get).unwrap();
     let writer = Arc::new(writer);
     let mut tasks = Vec::new();
     for task_idx in 0..4 {

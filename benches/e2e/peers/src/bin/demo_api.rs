@@ -5,11 +5,12 @@
 //! With `--write-config FILE` it also writes the sluice configuration for it: the bundled demo
 //! configuration (`sluice::demo::config_text`) with `[server]` limits raised for the memory run
 //! (10,000 sessions and as many GET streams per tenant and instance), logs at `warn`,
-//! `prefer_sse = true` (a client accepting both media types, as the handshake era requires, is
-//! answered with SSE, as rmcp answers), and `[server] listen` set to `--sluice-listen` or to a
-//! free loopback port it picks (printed as `sluice ADDR`). `--write-json-config FILE` writes the
-//! same with `prefer_sse = false` on another free port (printed as `sluice-json ADDR`): the
-//! instance whose answers are JSON for the same requests. Runs until SIGINT/SIGTERM.
+//! the default `post_framing` (`"sse"`: a client accepting both media types, as the handshake
+//! era requires, is answered with a retained SSE stream, as rmcp answers), and `[server] listen`
+//! set to `--sluice-listen` or to a free loopback port it picks (printed as `sluice ADDR`).
+//! `--write-json-config FILE` writes the same with `post_framing = "json"` on another free port
+//! (printed as `sluice-json ADDR`): the instance whose answers are JSON for the same requests.
+//! Runs until SIGINT/SIGTERM.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -33,7 +34,7 @@ struct Cli {
     /// The `[server] listen` of the written configuration (default: a free 127.0.0.1 port).
     #[arg(long)]
     sluice_listen: Option<SocketAddr>,
-    /// Write the same configuration with `prefer_sse = false` to FILE, on a free port.
+    /// Write the same configuration with `post_framing = "json"` to FILE, on a free port.
     #[arg(long)]
     write_json_config: Option<PathBuf>,
 }
@@ -60,11 +61,11 @@ fn main() -> anyhow::Result<()> {
                 Some(addr) => addr,
                 None => free_port().await?,
             };
-            write(path, &config(&base, listen, true)?, "sluice", listen)?;
+            write(path, &config(&base, listen, false)?, "sluice", listen)?;
         }
         if let Some(path) = &cli.write_json_config {
             let listen = free_port().await?;
-            write(path, &config(&base, listen, false)?, "sluice-json", listen)?;
+            write(path, &config(&base, listen, true)?, "sluice-json", listen)?;
         }
         sluice::demo::serve_api(listener, sluice_e2e_peers::shutdown_signal()?).await;
         Ok(())
@@ -80,9 +81,9 @@ fn write(path: &PathBuf, text: &str, name: &str, listen: SocketAddr) -> anyhow::
     Ok(())
 }
 
-/// The demo configuration for the API at `base`, sluice listening on `listen`, preferring SSE
-/// answers or not.
-fn config(base: &str, listen: SocketAddr, prefer_sse: bool) -> anyhow::Result<String> {
+/// The demo configuration for the API at `base`, sluice listening on `listen`, with the default
+/// framing (SSE) or `post_framing = "json"`.
+fn config(base: &str, listen: SocketAddr, json: bool) -> anyhow::Result<String> {
     let text = sluice::demo::config_text(base);
     let mut out = String::with_capacity(text.len() + 512);
     let mut in_server = false;
@@ -101,7 +102,9 @@ fn config(base: &str, listen: SocketAddr, prefer_sse: bool) -> anyhow::Result<St
             out.push_str(&format!("listen = \"{listen}\"\n"));
             out.push_str("log = { level = \"warn\" }\n");
             out.push_str(SERVER_OVERRIDES);
-            out.push_str(&format!("prefer_sse = {prefer_sse}\n"));
+            if json {
+                out.push_str("post_framing = \"json\"\n");
+            }
             done = true;
         }
     }
@@ -128,18 +131,18 @@ mod tests {
     fn the_written_configuration_has_the_overrides_and_is_valid() {
         let listen: std::net::SocketAddr = "127.0.0.1:4567".parse().expect("an address");
         let text =
-            super::config("http://127.0.0.1:9", listen, true).expect("a valid configuration");
+            super::config("http://127.0.0.1:9", listen, false).expect("a valid configuration");
         let parsed = sluice::catalog::load::parse(&text, "test").expect("parses");
         let server = &parsed.server;
         assert_eq!(server.listen, "127.0.0.1:4567");
         assert_eq!(server.max_sessions_per_tenant, 50_000);
         assert_eq!(server.max_connections, 50_000);
-        assert!(server.prefer_sse);
+        assert_eq!(server.post_framing, sluice::catalog::model::PostFraming::Sse);
         assert_eq!(server.log.level, "warn");
         assert!(text.contains("http://127.0.0.1:9/crm/customers/"));
         assert_eq!(text.matches("listen =").count(), 1);
-        let json = super::config("http://127.0.0.1:9", listen, false).expect("valid");
+        let json = super::config("http://127.0.0.1:9", listen, true).expect("valid");
         let parsed = sluice::catalog::load::parse(&json, "test").expect("parses");
-        assert!(!parsed.server.prefer_sse);
+        assert_eq!(parsed.server.post_framing, sluice::catalog::model::PostFraming::Json);
     }
 }

@@ -1,0 +1,786 @@
+//! Integration tests of issue 13's stream points, over real sockets on 127.0.0.1 against a
+//! downstream each test starts: handshake-era requests answered as retained SSE streams by
+//! default (priming at once, keep-alives, list_changed, resumption, `max_streams_per_session`,
+//! `post_framing = "json"`, the stateless era staying JSON), and every per-stream outbound
+//! queue bounded (an unread legacy `/sse` stream refuses POSTs with 503 before they run and
+//! keeps the real binary's memory bounded; a full GET stream is closed).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use sluice::catalog::Catalog;
+use sluice::transport::stream::{Resumed, StreamConfig, StreamKind, StreamRegistry};
+use sluice::transport::PostFraming;
+use sluice::ServeConfig;
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, Notify};
+
+use super::support::{open, request, send, Reply, GUARD};
+
+const BOTH: &str = "application/json, text/event-stream";
+const MCP: &str = "/runtime/acme/app/mcp";
+const VERSION: &str = "2025-11-25";
+
+// === downstream ===
+
+/// A downstream API: `GET /echo` answers at once; `GET /hold` counts the call and answers only
+/// once the test calls [`Downstream::release`]; `POST /big` answers `{"text": …}` with the
+/// request's own `text` (a large answer for a large request).
+struct Downstream {
+    addr: SocketAddr,
+    held: Arc<AtomicUsize>,
+    entered: Arc<Notify>,
+    release: Arc<Notify>,
+    big_calls: Arc<AtomicUsize>,
+}
+
+impl Downstream {
+    async fn start() -> Downstream {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let held = Arc::new(AtomicUsize::new(0));
+        let entered = Arc::new(Notify::new());
+        let release = Arc::new(Notify::new());
+        let big_calls = Arc::new(AtomicUsize::new(0));
+        let (h, e, r, b) = (
+            held.clone(),
+            entered.clone(),
+            release.clone(),
+            big_calls.clone(),
+        );
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (h, e, r, b) = (h.clone(), e.clone(), r.clone(), b.clone());
+                tokio::spawn(async move {
+                    let service = service_fn(move |req: Request<Incoming>| {
+                        let (h, e, r, b) = (h.clone(), e.clone(), r.clone(), b.clone());
+                        async move {
+                            let body = match req.uri().path() {
+                                "/hold" => {
+                                    let released = r.notified();
+                                    h.fetch_add(1, Ordering::SeqCst);
+                                    e.notify_one();
+                                    released.await;
+                                    Bytes::from_static(br#"{"message":"released"}"#)
+                                }
+                                "/big" => {
+                                    b.fetch_add(1, Ordering::SeqCst);
+                                    let body = req.into_body().collect().await;
+                                    body.map(|b| b.to_bytes()).unwrap_or_default()
+                                }
+                                _ => Bytes::from_static(br#"{"message":"hello"}"#),
+                            };
+                            let mut response = http::Response::new(Full::new(body));
+                            response
+                                .headers_mut()
+                                .insert("content-type", "application/json".parse().expect("hv"));
+                            Ok::<_, Infallible>(response)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Downstream {
+            addr,
+            held,
+            entered,
+            release,
+            big_calls,
+        }
+    }
+
+    /// Waits until `n` held calls have reached the downstream.
+    async fn wait_held(&self, n: usize) {
+        tokio::time::timeout(GUARD, async {
+            while self.held.load(Ordering::SeqCst) < n {
+                let entered = self.entered.notified();
+                if self.held.load(Ordering::SeqCst) >= n {
+                    break;
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(50), entered).await;
+            }
+        })
+        .await
+        .expect("the held calls reach the downstream");
+    }
+
+    /// Lets every held call answer.
+    fn release(&self) {
+        self.release.notify_waiters();
+    }
+}
+
+// === sluice ===
+
+fn config_text(downstream: SocketAddr, server: &str, extra_tool: bool) -> String {
+    let mut text = format!(
+        r#"
+[server]
+{server}
+
+[[tenant]]
+id = "acme"
+auth = {{ anonymous = true }}
+
+[[tenant.client]]
+id = "app"
+
+[[tenant.toolset]]
+id = "base"
+description = "Base tools"
+
+[[tenant.toolset.tool]]
+name = "echo"
+description = "Echo a greeting."
+downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" }}
+
+[[tenant.toolset.tool.output]]
+source = "message"
+exposed = "message"
+
+[[tenant.toolset.tool]]
+name = "slow"
+description = "Answers when the test says so."
+downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/hold", timeout_ms = 60000 }}
+
+[[tenant.toolset.tool.output]]
+source = "message"
+exposed = "message"
+
+[[tenant.toolset.tool]]
+name = "big"
+description = "Answers with its argument."
+downstream = {{ kind = "rest", method = "POST", url = "http://{downstream}/big" }}
+
+[[tenant.toolset.tool.input]]
+source = "text"
+exposed = "text"
+type = "string"
+required = true
+
+[[tenant.toolset.tool.output]]
+source = "text"
+exposed = "text"
+"#
+    );
+    if extra_tool {
+        text.push_str(&format!(
+            r#"
+[[tenant.toolset.tool]]
+name = "added"
+description = "Appears on reload."
+downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" }}
+"#
+        ));
+    }
+    text.push_str("\n[[tenant.assignment]]\nclient = \"app\"\ntoolset = \"base\"\n");
+    text
+}
+
+fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::catalog::model::Config {
+    sluice::catalog::load::parse(&config_text(downstream, "", extra_tool), "test").expect("parses")
+}
+
+/// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped.
+struct Sluice {
+    addr: SocketAddr,
+    catalog: Arc<Catalog>,
+    downstream: Downstream,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Sluice {
+    async fn start() -> Sluice {
+        Self::with(|_| {}).await
+    }
+
+    async fn with(configure: impl FnOnce(&mut ServeConfig)) -> Sluice {
+        let downstream = Downstream::start().await;
+        let catalog =
+            Arc::new(Catalog::from_config(&catalog_config(downstream.addr, false)).expect("valid"));
+        let mut config = ServeConfig::from_catalog(Arc::clone(&catalog));
+        configure(&mut config);
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(sluice::serve(listener, config, async move {
+            let _ = stopped.await;
+        }));
+        Sluice {
+            addr,
+            catalog,
+            downstream,
+            _stop: stop,
+        }
+    }
+
+    /// Reloads the catalog with one more tool: list_changed goes out.
+    fn add_tool(&self) {
+        let outcome = self
+            .catalog
+            .replace(&catalog_config(self.downstream.addr, true))
+            .expect("reload");
+        assert!(!outcome.changed.is_empty());
+    }
+
+    async fn post(&self, session: Option<&str>, body: &str) -> Reply {
+        let req = self.post_request(session, body);
+        send(self.addr, req).await
+    }
+
+    fn post_request(&self, session: Option<&str>, body: &str) -> Request<Full<Bytes>> {
+        let mut headers = vec![("accept", BOTH), ("content-type", "application/json")];
+        if let Some(session) = session {
+            headers.push(("mcp-session-id", session));
+            headers.push(("mcp-protocol-version", VERSION));
+        }
+        request(self.addr, Method::POST, MCP, &headers, body)
+    }
+
+    /// Initializes a session at [`VERSION`] and sends `notifications/initialized`.
+    async fn session(&self) -> String {
+        let reply = self.post(None, &initialize_body()).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(reply.json()["result"]["protocolVersion"], VERSION);
+        let id = reply.header("mcp-session-id").to_owned();
+        assert!(!id.is_empty());
+        let reply = self
+            .post(
+                Some(&id),
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::ACCEPTED);
+        id
+    }
+
+    /// Opens an SSE response (POST answer or GET stream) and reads it event by event.
+    async fn sse(&self, req: Request<Full<Bytes>>) -> SseReader {
+        let (parts, body) = open(self.addr, req).await.into_parts();
+        SseReader {
+            status: parts.status,
+            content_type: parts
+                .headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned(),
+            body,
+            buf: BytesMut::new(),
+            raw: Vec::new(),
+            decoder: sluice::sse::Decoder::new(),
+        }
+    }
+
+    fn get_request(&self, session: &str, last_event_id: Option<&str>) -> Request<Full<Bytes>> {
+        let mut headers = vec![
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", VERSION),
+        ];
+        if let Some(id) = last_event_id {
+            headers.push(("last-event-id", id));
+        }
+        request(self.addr, Method::GET, MCP, &headers, "")
+    }
+}
+
+fn initialize_body() -> String {
+    json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion": VERSION,
+        "capabilities": {},
+        "clientInfo": {"name":"test","version":"1"}}})
+    .to_string()
+}
+
+fn call_body(id: u64, tool: &str, arguments: Value) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+           "params":{"name":tool,"arguments":arguments}})
+    .to_string()
+}
+
+/// An SSE body read event by event; `raw` keeps every byte (comments included).
+struct SseReader {
+    status: StatusCode,
+    content_type: String,
+    body: Incoming,
+    buf: BytesMut,
+    raw: Vec<u8>,
+    decoder: sluice::sse::Decoder,
+}
+
+impl SseReader {
+    /// Reads one more body chunk; false when the body ended.
+    async fn read_chunk(&mut self) -> bool {
+        let frame = tokio::time::timeout(GUARD, self.body.frame())
+            .await
+            .expect("a frame in time");
+        match frame {
+            None => false,
+            Some(frame) => {
+                if let Ok(data) = frame.expect("body frame").into_data() {
+                    self.raw.extend_from_slice(&data);
+                    self.buf.extend_from_slice(&data);
+                }
+                true
+            }
+        }
+    }
+
+    /// The next event (a priming event included, as an event with empty data), or `None` when
+    /// the body ended. Frames are cut at their blank line and fed one at a time, so a priming
+    /// event arriving in the same chunk as the response is still seen on its own.
+    async fn next(&mut self) -> Option<(Option<String>, Bytes)> {
+        loop {
+            let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") else {
+                if !self.read_chunk().await {
+                    return None;
+                }
+                continue;
+            };
+            let mut frame = self.buf.split_to(end + 2);
+            let has_id = frame.starts_with(b"id:") || frame.windows(4).any(|w| w == b"\nid:");
+            let decoded = self.decoder.decode(&mut frame).expect("valid SSE");
+            let id = self
+                .decoder
+                .last_event_id()
+                .map(|id| String::from_utf8_lossy(id).into_owned());
+            match decoded {
+                Some(event) => return Some((id, event.data)),
+                None if has_id => return Some((id, Bytes::new())),
+                None => {}
+            }
+        }
+    }
+
+    /// The next event carrying a message, as JSON, with its id.
+    async fn message(&mut self) -> Option<(Option<String>, Value)> {
+        loop {
+            let (id, data) = self.next().await?;
+            if !data.is_empty() {
+                return Some((id, serde_json::from_slice(&data).expect("JSON data")));
+            }
+        }
+    }
+
+    /// Every message until the body ends.
+    async fn rest(&mut self) -> Vec<Value> {
+        let mut messages = Vec::new();
+        while let Some((_, message)) = self.message().await {
+            messages.push(message);
+        }
+        messages
+    }
+}
+
+// === POST requests answered as SSE (point 12) ===
+
+/// The raw resumption check with the default configuration: two pings answered as SSE, each
+/// opening with its own priming event; a GET with A's priming id replays A's answer only.
+#[tokio::test]
+async fn resuming_a_post_stream_by_its_priming_id_replays_only_that_answer() {
+    let sluice = Sluice::start().await;
+    let session = sluice.session().await;
+    let mut primings = Vec::new();
+    for (id, name) in [(1, "A"), (2, "B")] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let mut answer = sluice.sse(sluice.post_request(Some(&session), &body)).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.content_type, "text/event-stream", "ping {name}");
+        let (priming, data) = answer.next().await.expect("a priming event");
+        assert!(data.is_empty(), "ping {name} opens with priming");
+        let (_, message) = answer.message().await.expect("the answer");
+        assert_eq!(message, json!({"jsonrpc":"2.0","id":id,"result":{}}));
+        assert!(answer.next().await.is_none(), "the stream ends after it");
+        primings.push(priming.expect("the priming event has an id"));
+    }
+    assert_ne!(primings[0], primings[1]);
+
+    let mut resumed = sluice
+        .sse(sluice.get_request(&session, Some(&primings[0])))
+        .await;
+    assert_eq!(resumed.status, StatusCode::OK);
+    assert_eq!(
+        resumed.rest().await,
+        vec![json!({"jsonrpc":"2.0","id":1,"result":{}})]
+    );
+}
+
+/// A call that waits on its downstream sends the priming event before the downstream answers,
+/// then the response, then the stream ends.
+#[tokio::test]
+async fn a_slow_call_sends_its_priming_event_at_once() {
+    let sluice = Sluice::start().await;
+    let session = sluice.session().await;
+    let body = call_body(7, "slow", json!({}));
+    let mut answer = sluice.sse(sluice.post_request(Some(&session), &body)).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.content_type, "text/event-stream");
+    let (priming, data) = answer.next().await.expect("priming before the answer");
+    assert!(data.is_empty());
+    assert!(priming.is_some());
+    sluice.downstream.wait_held(1).await;
+    sluice.downstream.release();
+    let (_, message) = answer.message().await.expect("the response");
+    assert_eq!(message["id"], 7);
+    assert_eq!(message["result"]["isError"], false, "{message}");
+    assert!(answer.next().await.is_none());
+}
+
+/// While a slow call runs its stream hears `: keepalive` every `keepalive_secs`.
+#[tokio::test]
+async fn a_slow_call_stream_gets_keepalives_while_it_runs() {
+    let sluice = Sluice::with(|c| c.sse_keepalive = Duration::from_secs(1)).await;
+    let session = sluice.session().await;
+    let body = call_body(8, "slow", json!({}));
+    let mut answer = sluice.sse(sluice.post_request(Some(&session), &body)).await;
+    answer.next().await.expect("priming");
+    sluice.downstream.wait_held(1).await;
+    while !String::from_utf8_lossy(&answer.raw).contains(": keepalive") {
+        assert!(
+            answer.read_chunk().await,
+            "the stream ended without a keep-alive"
+        );
+    }
+    sluice.downstream.release();
+    let (_, message) = answer.message().await.expect("the response");
+    assert_eq!(message["id"], 8);
+}
+
+/// list_changed reaches a POST stream still running (no GET stream open), before its
+/// response; and a POST stream retained after its answer gets it in its ring, so resuming it
+/// replays it.
+#[tokio::test]
+async fn list_changed_reaches_running_and_retained_post_streams() {
+    let sluice = Sluice::start().await;
+    let session = sluice.session().await;
+    let body = call_body(9, "slow", json!({}));
+    let mut answer = sluice.sse(sluice.post_request(Some(&session), &body)).await;
+    answer.next().await.expect("priming");
+    sluice.downstream.wait_held(1).await;
+    sluice.add_tool();
+    let (_, notification) = answer.message().await.expect("list_changed");
+    assert_eq!(notification["method"], "notifications/tools/list_changed");
+    sluice.downstream.release();
+    let (response_id, message) = answer.message().await.expect("the response");
+    assert_eq!(message["id"], 9);
+    assert!(answer.next().await.is_none());
+
+    // Retained: the next change is kept for a resume from the response's id.
+    let outcome = sluice
+        .catalog
+        .replace(&catalog_config(sluice.downstream.addr, false))
+        .expect("reload");
+    assert!(!outcome.changed.is_empty());
+    let response_id = response_id.expect("the response has an id");
+    let mut resumed = sluice
+        .sse(sluice.get_request(&session, Some(&response_id)))
+        .await;
+    let replayed = resumed.rest().await;
+    assert_eq!(replayed.len(), 1, "{replayed:?}");
+    assert_eq!(replayed[0]["method"], "notifications/tools/list_changed");
+}
+
+/// `max_streams_per_session` counts slow calls' streams: one more is refused with 429 before
+/// its downstream is called.
+#[tokio::test]
+async fn max_streams_per_session_refuses_one_more_slow_call() {
+    let sluice = Sluice::with(|c| c.streams.max_per_session = 1).await;
+    let session = sluice.session().await;
+    let mut first = sluice
+        .sse(sluice.post_request(Some(&session), &call_body(1, "slow", json!({}))))
+        .await;
+    first.next().await.expect("priming");
+    sluice.downstream.wait_held(1).await;
+    let refused = sluice
+        .post(Some(&session), &call_body(2, "slow", json!({})))
+        .await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(sluice.downstream.held.load(Ordering::SeqCst), 1);
+    sluice.downstream.release();
+    let (_, message) = first.message().await.expect("the response");
+    assert_eq!(message["id"], 1);
+}
+
+/// `post_framing = "json"` answers requests within a session as JSON, slow calls included.
+#[tokio::test]
+async fn post_framing_json_answers_json() {
+    let sluice = Sluice::with(|c| c.post_framing = PostFraming::Json).await;
+    let session = sluice.session().await;
+    let reply = sluice
+        .post(Some(&session), &call_body(3, "echo", json!({})))
+        .await;
+    assert_eq!(reply.header("content-type"), "application/json");
+    assert_eq!(
+        reply.json()["result"]["structuredContent"]["message"],
+        "hello"
+    );
+    let ping = sluice
+        .post(
+            Some(&session),
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+        )
+        .await;
+    assert_eq!(ping.header("content-type"), "application/json");
+}
+
+/// The default configuration answers a handshake-era tool call within a session as SSE, but a
+/// stateless-era request as JSON.
+#[tokio::test]
+async fn the_stateless_era_still_answers_json_by_default() {
+    let sluice = Sluice::start().await;
+    let session = sluice.session().await;
+    let reply = sluice
+        .post(Some(&session), &call_body(5, "echo", json!({})))
+        .await;
+    assert_eq!(reply.header("content-type"), "text/event-stream");
+    assert_eq!(
+        reply.json()["result"]["structuredContent"]["message"],
+        "hello"
+    );
+
+    let body = json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{
+        "name":"echo","arguments":{},
+        "_meta":{
+            "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+            "io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
+            "io.modelcontextprotocol/clientCapabilities":{}}}})
+    .to_string();
+    let headers = [
+        ("accept", BOTH),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ];
+    let reply = send(
+        sluice.addr,
+        request(sluice.addr, Method::POST, MCP, &headers, &body),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    assert_eq!(reply.header("content-type"), "application/json");
+}
+
+// === bounded stream queues (point 7) ===
+
+/// Opens a legacy `/sse` stream and returns it (unread) with its POST URL.
+async fn legacy_stream(addr: SocketAddr) -> (Incoming, String) {
+    let req = request(
+        addr,
+        Method::GET,
+        "/runtime/acme/app/sse",
+        &[("accept", "text/event-stream")],
+        "",
+    );
+    let (parts, mut body) = open(addr, req).await.into_parts();
+    assert_eq!(parts.status, StatusCode::OK);
+    // The endpoint event is the first frame.
+    let mut first = Vec::new();
+    while !first.ends_with(b"\n\n") {
+        let frame = tokio::time::timeout(GUARD, body.frame())
+            .await
+            .expect("endpoint in time")
+            .expect("endpoint frame")
+            .expect("frame");
+        if let Ok(data) = frame.into_data() {
+            first.extend_from_slice(&data);
+        }
+    }
+    let text = String::from_utf8_lossy(&first).into_owned();
+    let url = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .expect("endpoint data")
+        .to_owned();
+    (body, url)
+}
+
+async fn legacy_post(addr: SocketAddr, url: &str, body: &str) -> Reply {
+    let headers = [("content-type", "application/json")];
+    send(addr, request(addr, Method::POST, url, &headers, body)).await
+}
+
+/// Requests whose answers would queue on a legacy stream nobody reads are refused with 503 and
+/// a JSON-RPC error once the stream's queue (frames reserved by calls still running) is full:
+/// the refused call never reaches its downstream.
+#[tokio::test]
+async fn a_full_legacy_stream_refuses_posts_with_503_before_they_run() {
+    let sluice = Sluice::with(|c| c.streams.queue_messages = 3).await;
+    let (_stream, url) = legacy_stream(sluice.addr).await;
+    for n in 1..=3 {
+        let reply = legacy_post(sluice.addr, &url, &call_body(n, "slow", json!({}))).await;
+        assert_eq!(reply.status, StatusCode::ACCEPTED);
+    }
+    sluice.downstream.wait_held(3).await;
+    let refused = legacy_post(sluice.addr, &url, &call_body(4, "slow", json!({}))).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+    let error = refused.json();
+    assert_eq!(error["id"], 4, "{error}");
+    assert!(error["error"]["code"].is_i64(), "{error}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(sluice.downstream.held.load(Ordering::SeqCst), 3);
+    sluice.downstream.release();
+}
+
+/// The byte bound: a large request's reservation fills a small `stream_queue_bytes`, and the
+/// next request is refused before its downstream runs.
+#[tokio::test]
+async fn a_legacy_stream_full_in_bytes_refuses_posts_with_503() {
+    let sluice = Sluice::with(|c| c.streams.queue_bytes = 1000).await;
+    let (_stream, url) = legacy_stream(sluice.addr).await;
+    // A 2000-byte request id: the request (held until its answer is queued) is larger than
+    // the stream's whole byte budget.
+    let big_id = "x".repeat(2000);
+    let body = json!({"jsonrpc":"2.0","id":big_id,"method":"tools/call",
+                      "params":{"name":"slow","arguments":{}}})
+    .to_string();
+    let reply = legacy_post(sluice.addr, &url, &body).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    sluice.downstream.wait_held(1).await;
+    let refused = legacy_post(sluice.addr, &url, &call_body(2, "big", json!({"text":"a"}))).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.json()["id"], 2);
+    assert_eq!(sluice.downstream.big_calls.load(Ordering::SeqCst), 0);
+    sluice.downstream.release();
+}
+
+/// A GET stream whose queue is full of server-originated notifications is closed (the client
+/// reconnects) instead of queueing more; the notification that did not fit is kept for the
+/// resume.
+#[tokio::test]
+async fn a_get_stream_full_of_notifications_is_closed_and_resumable() {
+    let streams = StreamRegistry::new(StreamConfig {
+        instance: Some("inst1".to_owned()),
+        queue_messages: 2,
+        ..StreamConfig::default()
+    })
+    .expect("registry");
+    let session = sluice::session::SessionId::random();
+    let owner = sluice::session::Owner::new("acme", "app", "anonymous");
+    let mut opened = streams
+        .open(Some(session), owner, StreamKind::Get)
+        .expect("open");
+    opened.writer.prime(None).await.expect("priming");
+    let make = |_: Option<&[u8]>| Bytes::from_static(br#"{"n":1}"#);
+    let tools = sluice::mcp::ListChanged::Tools;
+    // The priming event and one notification fill the queue; the next closes the connection.
+    assert_eq!(streams.deliver_list_changed("acme", None, tools, make), 1);
+    assert_eq!(streams.deliver_list_changed("acme", None, tools, make), 0);
+    let mut frames = Vec::new();
+    while let Some(frame) = tokio::time::timeout(GUARD, opened.rx.recv())
+        .await
+        .expect("in time")
+    {
+        frames.push(frame);
+    }
+    assert_eq!(
+        frames.len(),
+        2,
+        "the queued frames, then the end: {frames:?}"
+    );
+    // Resuming from the last frame the client got replays the notification that did not fit.
+    let first_id = String::from_utf8_lossy(&frames[1])
+        .lines()
+        .find_map(|line| line.strip_prefix("id: ").map(str::to_owned))
+        .expect("an id");
+    match streams.resume(first_id.as_bytes(), &session, owner) {
+        Ok(Resumed::Replay { replayed, .. }) => assert_eq!(replayed, 1),
+        other => panic!("not resumed: {other:?}"),
+    }
+}
+
+/// The regression of the report: 100 POSTs of 1 MB answered with 1 MB each, to a legacy
+/// stream nobody reads, on the real binary. Before, every answer waited in memory (the process
+/// grew by hundreds of MB); now the stream's queue is bounded and the POSTs past it get 503.
+#[tokio::test]
+async fn an_unread_legacy_stream_keeps_the_servers_memory_bounded() {
+    use std::process::{Command, Stdio};
+
+    let downstream = Downstream::start().await;
+    let dir = std::env::temp_dir().join(format!("sluice-streams-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("sluice.toml");
+    let server = "listen = \"127.0.0.1:0\"\nmax_body_bytes = 4194304\n\
+                  [server.log]\nformat = \"json\"";
+    std::fs::write(&config, config_text(downstream.addr, server, false)).expect("config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sluice");
+    let pid = child.id();
+    let stdout = child.stdout.take().expect("stdout");
+    let addr = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let value: Value = serde_json::from_str(&line).unwrap_or_default();
+            if value["fields"]["message"] == "listening" {
+                return value["fields"]["addr"].as_str().map(str::to_owned);
+            }
+        }
+        None
+    })
+    .await
+    .expect("reader")
+    .expect("the listening line");
+    let addr: SocketAddr = addr.parse().expect("addr");
+
+    let rss = || -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    };
+    let (_stream, url) = legacy_stream(addr).await;
+    let before = rss();
+    let text = "y".repeat(1024 * 1024);
+    let body = call_body(1, "big", json!({ "text": text }));
+    let mut refused = 0;
+    for _ in 0..100 {
+        let reply = legacy_post(addr, &url, &body).await;
+        match reply.status {
+            StatusCode::ACCEPTED => {}
+            StatusCode::SERVICE_UNAVAILABLE => refused += 1,
+            other => panic!("unexpected {other}"),
+        }
+    }
+    // Let the accepted calls finish and queue their answers.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss();
+    let _ = child.kill();
+    let _ = child.wait();
+    let grown_mb = after.saturating_sub(before) / 1024;
+    assert!(
+        refused > 0,
+        "an unread stream must refuse POSTs at some point"
+    );
+    assert!(
+        grown_mb < 60,
+        "RSS grew by {grown_mb} MB ({before} kB → {after} kB) with {refused} refused"
+    );
+}
