@@ -194,6 +194,22 @@ fn check_cluster(report: &mut Report, cluster: &super::model::ClusterSettings) {
 }
 
 /// Whether `name` is a valid tool name: `[A-Za-z0-9_.-]{1,128}`.
+/// A zero connection timeout would close every connection at once.
+fn check_connection_timeouts(report: &mut Report, server: &super::model::ServerSettings) {
+    for (name, secs) in [
+        ("header_read_timeout_secs", server.header_read_timeout_secs),
+        ("idle_connection_secs", server.idle_connection_secs),
+        ("body_read_timeout_secs", server.body_read_timeout_secs),
+    ] {
+        if secs == 0 {
+            report.push(
+                &Loc::root().with("server", name),
+                "must be at least 1 (0 would close every connection at once)",
+            );
+        }
+    }
+}
+
 pub fn is_valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
         && name
@@ -235,6 +251,7 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
         );
     }
     check_cluster(&mut report, &config.cluster);
+    check_connection_timeouts(&mut report, &config.server);
 
     let mut tenant_ids = HashSet::new();
     let mut global_key_ids = HashSet::new();
@@ -818,6 +835,21 @@ id = "crm"
                 "section 'cluster': expected_instances must be at least 1",
                 "section 'cluster': command_timeout_ms must be at least 1",
                 "section 'cluster': holder_ttl_secs must be at least 3 (registrations are refreshed every third of it)",
+            ],
+        );
+    }
+
+    #[test]
+    fn connection_timeouts_must_not_be_zero() {
+        check(
+            "[server]\nheader_read_timeout_secs = 1\nidle_connection_secs = 1\nbody_read_timeout_secs = 1\n",
+            &[],
+        );
+        check(
+            "[server]\nidle_connection_secs = 0\nbody_read_timeout_secs = 0\n",
+            &[
+                "server 'idle_connection_secs': must be at least 1 (0 would close every connection at once)",
+                "server 'body_read_timeout_secs': must be at least 1 (0 would close every connection at once)",
             ],
         );
     }

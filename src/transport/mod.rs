@@ -83,6 +83,8 @@ pub struct Settings {
     pub prefer_sse: bool,
     /// Largest request body; larger → 413.
     pub max_body_bytes: usize,
+    /// Longest pause between two chunks of a request body; longer → 408.
+    pub body_read_timeout: Duration,
     /// Mint sessions on `initialize`.
     pub sessions_enabled: bool,
     /// A handshake-era request other than `initialize` without `Mcp-Session-Id` → 400.
@@ -99,6 +101,7 @@ impl Default for Settings {
             allowed_origins: Vec::new(),
             prefer_sse: false,
             max_body_bytes: crate::http::body::DEFAULT_MAX_BODY_BYTES,
+            body_read_timeout: crate::http::body::DEFAULT_BODY_READ_TIMEOUT,
             sessions_enabled: true,
             require_session: false,
             sse_enabled: true,
