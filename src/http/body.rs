@@ -136,6 +136,47 @@ mod tests {
         check(&["a", "b", "c", "d", "e", "f"], None, 5, None);
     }
 
+    type Frames = Result<http_body::Frame<Bytes>, std::convert::Infallible>;
+
+    /// A body sending `n` one-byte chunks `gap` apart, then ending, or stalling with `stall`.
+    fn paced(
+        n: usize,
+        gap: Duration,
+        stall: bool,
+    ) -> impl Body<Data = Bytes, Error = std::convert::Infallible> {
+        use futures_util::StreamExt as _;
+        let chunks = futures_util::stream::unfold(0, move |sent| async move {
+            if sent == n {
+                return None;
+            }
+            tokio::time::sleep(gap).await;
+            let frame: Frames = Ok(http_body::Frame::data(Bytes::from_static(b"x")));
+            Some((frame, sent + 1))
+        });
+        let tail = futures_util::stream::iter(stall.then_some(()))
+            .flat_map(|()| futures_util::stream::pending::<Frames>());
+        StreamBody::new(chunks.chain(tail))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_may_pause_up_to_the_read_timeout_between_chunks() {
+        let timeout = Duration::from_secs(1);
+        let slow = paced(5, Duration::from_millis(900), false);
+        let got = collect_limited(slow, None, 10, timeout).await;
+        assert!(matches!(got, Ok(buf) if &buf[..] == b"xxxxx"));
+
+        let stalled = paced(2, Duration::from_millis(10), true);
+        let got = collect_limited(stalled, None, 10, timeout).await;
+        assert!(
+            matches!(got, Err(Error::BodyTimeout { read_timeout }) if read_timeout == timeout),
+            "{got:?}"
+        );
+
+        let late = paced(1, Duration::from_millis(1_100), false);
+        let got = collect_limited(late, None, 10, timeout).await;
+        assert!(matches!(got, Err(Error::BodyTimeout { .. })), "{got:?}");
+    }
+
     #[test]
     fn full_body() {
         let got = run(Full::new(Bytes::from_static(b"{}")), Some(2), 10);
