@@ -18,6 +18,10 @@ use sluice::catalog::{self, Catalog};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// File descriptors wanted beyond one per client connection: the listener, logs, the audit file,
+/// Redis and downstream connections. A lower open-file limit is warned about at start.
+const FD_HEADROOM: u64 = 256;
+
 /// sluice: a high-throughput MCP runtime.
 #[derive(Debug, Parser)]
 #[command(version, about)]
@@ -362,6 +366,7 @@ async fn run(
     config: sluice::ServeConfig,
     announce: impl FnOnce(SocketAddr),
 ) -> anyhow::Result<()> {
+    raise_fd_limit(config.limits.max_connections);
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding {listen}"))?;
@@ -371,6 +376,31 @@ async fn run(
     sluice::serve(listener, config, shutdown_signal()?).await?;
     tracing::info!("drained; exiting");
     Ok(())
+}
+
+/// Raises the soft open-file limit to the hard one (a low soft limit, 1024 on many systems, would
+/// refuse connections with EMFILE long before `max_connections`), and warns when even that is
+/// below what `max_connections` needs.
+fn raise_fd_limit(max_connections: usize) {
+    let needed = u64::try_from(max_connections)
+        .unwrap_or(u64::MAX)
+        .saturating_add(FD_HEADROOM);
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => {
+            tracing::info!(limit, "open file limit");
+            if limit < needed {
+                tracing::warn!(
+                    limit,
+                    needed,
+                    max_connections,
+                    "the open file limit is below what max_connections needs; accepts will \
+                     fail with EMFILE before the connection limit is reached (raise the hard \
+                     limit, e.g. LimitNOFILE= or ulimit -Hn, or lower max_connections)"
+                );
+            }
+        }
+        Err(err) => tracing::warn!(%err, "could not raise the open file limit"),
+    }
 }
 
 /// Reloads the catalog on every SIGHUP; a failed reload keeps the current catalog.
@@ -396,7 +426,8 @@ fn reload_on_sighup(catalog: Arc<Catalog>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on the first SIGINT or SIGTERM.
+/// Resolves on the first SIGINT or SIGTERM. A second one, while the first is being honoured
+/// (e.g. during the drain), exits the process at once with 128 + the signal number.
 fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
@@ -406,5 +437,13 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
             _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
             _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
         }
+        tokio::spawn(async move {
+            let (name, code) = tokio::select! {
+                _ = interrupt.recv() => ("SIGINT", 128 + 2),
+                _ = terminate.recv() => ("SIGTERM", 128 + 15),
+            };
+            tracing::warn!(signal = name, "second signal: exiting now without draining");
+            std::process::exit(code);
+        });
     })
 }

@@ -42,8 +42,15 @@ pub struct ServerSettings {
     pub downstream_connect_timeout_ms: u64,
     /// Default downstream request timeout in milliseconds, when a tool sets none.
     pub downstream_timeout_ms: u64,
-    /// How long a client may take to send request headers, in seconds (HTTP/1.1).
+    /// How long a client may take to send a request head, in seconds: from accept for the first
+    /// request (a connection that sends nothing is closed), from its first byte for later HTTP/1
+    /// heads.
     pub header_read_timeout_secs: u64,
+    /// How long a connection with no request in progress stays open, in seconds (HTTP/1
+    /// keep-alive, HTTP/2 with no open stream; an open SSE stream is a request in progress).
+    pub idle_connection_secs: u64,
+    /// Longest pause between two chunks of a request body, in seconds (408 past it).
+    pub body_read_timeout_secs: u64,
     /// Concurrent streams allowed per HTTP/2 connection.
     pub h2_max_concurrent_streams: u32,
     /// Browser origins allowed besides the server's own; any other `Origin` is refused (403).
@@ -300,6 +307,8 @@ impl Default for ServerSettings {
             downstream_connect_timeout_ms: 2_000,
             downstream_timeout_ms: 30_000,
             header_read_timeout_secs: 10,
+            idle_connection_secs: 60,
+            body_read_timeout_secs: 30,
             h2_max_concurrent_streams: 256,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),

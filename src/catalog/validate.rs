@@ -209,6 +209,22 @@ fn check_federated_limits(report: &mut Report, server: &super::model::ServerSett
     }
 }
 
+/// A zero connection timeout would close every connection at once.
+fn check_connection_timeouts(report: &mut Report, server: &super::model::ServerSettings) {
+    for (name, secs) in [
+        ("header_read_timeout_secs", server.header_read_timeout_secs),
+        ("idle_connection_secs", server.idle_connection_secs),
+        ("body_read_timeout_secs", server.body_read_timeout_secs),
+    ] {
+        if secs == 0 {
+            report.push(
+                &Loc::root().with("server", name),
+                "must be at least 1 (0 would close every connection at once)",
+            );
+        }
+    }
+}
+
 /// Whether `name` is a valid tool name: `[A-Za-z0-9_.-]{1,128}`.
 pub fn is_valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
@@ -273,6 +289,7 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
     }
     check_cluster(&mut report, &config.cluster);
     check_federated_limits(&mut report, &config.server);
+    check_connection_timeouts(&mut report, &config.server);
 
     let mut tenant_ids = HashSet::new();
     let mut global_key_ids = HashSet::new();
@@ -878,6 +895,21 @@ id = "crm"
             &[
                 "server 'allowed_hosts': allowed_hosts = [\"*\"] serves any Host: list nothing else with it",
                 "server 'allowed_hosts': allowed_hosts entry 'http://b' is not host, host:port or host:* (IPv6 in brackets)",
+            ],
+        );
+    }
+
+    #[test]
+    fn connection_timeouts_must_not_be_zero() {
+        check(
+            "[server]\nheader_read_timeout_secs = 1\nidle_connection_secs = 1\nbody_read_timeout_secs = 1\n",
+            &[],
+        );
+        check(
+            "[server]\nidle_connection_secs = 0\nbody_read_timeout_secs = 0\n",
+            &[
+                "server 'idle_connection_secs': must be at least 1 (0 would close every connection at once)",
+                "server 'body_read_timeout_secs': must be at least 1 (0 would close every connection at once)",
             ],
         );
     }

@@ -2,9 +2,13 @@
 //!
 //! Rejects early: a `Content-Length` over the limit is refused before a byte is read, and a body
 //! without one (chunked, or h2 without the header) is refused as soon as it streams past the limit.
+//! A body that stops arriving is refused once no frame came for the read timeout.
 //! Must not interpret the bytes.
 
+use std::time::Duration;
+
 use bytes::{Buf, BytesMut};
+use futures_util::FutureExt as _;
 use http::header::{HeaderMap, CONTENT_LENGTH};
 use http_body::Body;
 use http_body_util::BodyExt;
@@ -13,6 +17,10 @@ use super::error::Error;
 
 /// Default for the largest request body accepted; a larger one is answered 413 Payload Too Large.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Default for how long a request body may pause between two chunks; past it the request is
+/// answered 408 Request Timeout (with a JSON-RPC error) and, on HTTP/1, the connection closes.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Largest capacity reserved up front from a declared `Content-Length`: a peer's claim is not
 /// trusted with more memory than this before the bytes actually arrive.
@@ -29,13 +37,15 @@ pub fn content_length(headers: &HeaderMap) -> Option<u64> {
         .ok()
 }
 
-/// Collects `body` into one buffer of at most `limit` bytes.
+/// Collects `body` into one buffer of at most `limit` bytes, each chunk arriving within
+/// `read_timeout` of the previous one (or of the start).
 ///
 /// `declared` is the request's `Content-Length` (see [`content_length`]).
 pub async fn collect_limited<B>(
     body: B,
     declared: Option<u64>,
     limit: usize,
+    read_timeout: Duration,
 ) -> Result<BytesMut, Error>
 where
     B: Body,
@@ -49,7 +59,15 @@ where
     let reserve = declared.map_or(0, |len| (len as usize).min(MAX_PREALLOCATE));
     let mut buf = BytesMut::with_capacity(reserve);
     let mut body = std::pin::pin!(body);
-    while let Some(frame) = body.frame().await {
+    loop {
+        // A frame already there costs no timer.
+        let next = match body.frame().now_or_never() {
+            Some(next) => next,
+            None => tokio::time::timeout(read_timeout, body.frame())
+                .await
+                .map_err(|_| Error::BodyTimeout { read_timeout })?,
+        };
+        let Some(frame) = next else { break };
         let frame = frame.map_err(|err| Error::BodyRead(err.to_string()))?;
         if let Ok(mut data) = frame.into_data() {
             if buf.len() + data.remaining() > limit {
@@ -80,7 +98,12 @@ mod tests {
         tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(|err| Error::BodyRead(err.to_string()))?
-            .block_on(collect_limited(body, declared, limit))
+            .block_on(collect_limited(
+                body,
+                declared,
+                limit,
+                DEFAULT_BODY_READ_TIMEOUT,
+            ))
     }
 
     fn chunks(parts: &[&'static str]) -> impl Body<Data = Bytes, Error = std::convert::Infallible> {
@@ -111,6 +134,47 @@ mod tests {
         check(&[], None, 0, Some(""));
         check(&["a", "b", "c", "d", "e"], None, 5, Some("abcde"));
         check(&["a", "b", "c", "d", "e", "f"], None, 5, None);
+    }
+
+    type Frames = Result<http_body::Frame<Bytes>, std::convert::Infallible>;
+
+    /// A body sending `n` one-byte chunks `gap` apart, then ending, or stalling with `stall`.
+    fn paced(
+        n: usize,
+        gap: Duration,
+        stall: bool,
+    ) -> impl Body<Data = Bytes, Error = std::convert::Infallible> {
+        use futures_util::StreamExt as _;
+        let chunks = futures_util::stream::unfold(0, move |sent| async move {
+            if sent == n {
+                return None;
+            }
+            tokio::time::sleep(gap).await;
+            let frame: Frames = Ok(http_body::Frame::data(Bytes::from_static(b"x")));
+            Some((frame, sent + 1))
+        });
+        let tail = futures_util::stream::iter(stall.then_some(()))
+            .flat_map(|()| futures_util::stream::pending::<Frames>());
+        StreamBody::new(chunks.chain(tail))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_may_pause_up_to_the_read_timeout_between_chunks() {
+        let timeout = Duration::from_secs(1);
+        let slow = paced(5, Duration::from_millis(900), false);
+        let got = collect_limited(slow, None, 10, timeout).await;
+        assert!(matches!(got, Ok(buf) if &buf[..] == b"xxxxx"));
+
+        let stalled = paced(2, Duration::from_millis(10), true);
+        let got = collect_limited(stalled, None, 10, timeout).await;
+        assert!(
+            matches!(got, Err(Error::BodyTimeout { read_timeout }) if read_timeout == timeout),
+            "{got:?}"
+        );
+
+        let late = paced(1, Duration::from_millis(1_100), false);
+        let got = collect_limited(late, None, 10, timeout).await;
+        assert!(matches!(got, Err(Error::BodyTimeout { .. })), "{got:?}");
     }
 
     #[test]

@@ -46,6 +46,13 @@ pub enum Error {
         /// The limit in bytes.
         limit: usize,
     },
+    /// The request body stopped arriving: no chunk within the body read timeout (408). On
+    /// HTTP/1 the connection closes after the answer (the rest of the body is never read).
+    #[error("request body stalled: no data for {read_timeout:?}")]
+    BodyTimeout {
+        /// The body read timeout.
+        read_timeout: std::time::Duration,
+    },
     /// Reading the request body failed (the peer reset or sent a malformed chunk).
     #[error("failed to read request body: {0}")]
     BodyRead(String),
@@ -153,6 +160,7 @@ impl Error {
             Error::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Error::BodyRead(_) | Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) | Error::InsufficientScope { .. } => StatusCode::FORBIDDEN,
@@ -299,6 +307,13 @@ mod tests {
             Error::PayloadTooLarge { limit: 10 },
             413,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"request body exceeds 10 bytes"}}"#,
+        );
+        check(
+            Error::BodyTimeout {
+                read_timeout: std::time::Duration::from_secs(30),
+            },
+            408,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"request body stalled: no data for 30s"}}"#,
         );
         check(
             Error::JsonRpc {

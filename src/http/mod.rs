@@ -4,6 +4,8 @@
 //! Must not know MCP methods.
 //!
 //! - [`server`]: the accept loop ([`server::run`]), [`Limits`], the [`Drain`] signal.
+//! - `conn`: one connection's life: requests in progress, header read and idle timeouts, the
+//!   grace-end 503.
 //! - [`router`]: path + method → [`Route`].
 //! - [`negotiate`]: `Accept` / `Content-Type`.
 //! - [`guard`]: the `Host` allowlist and the `Origin` check (DNS-rebinding protection).
@@ -12,6 +14,7 @@
 //! - [`error`]: [`Error`] and its one mapping to a response.
 
 pub mod body;
+mod conn;
 pub mod cors;
 pub mod error;
 pub mod guard;

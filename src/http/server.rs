@@ -1,38 +1,47 @@
-//! The accept loop: connection limit, `TCP_NODELAY`, HTTP/1.1 and HTTP/2 on one port, header read
-//! timeout, and graceful drain.
+//! The accept loop: connection limit, `TCP_NODELAY`, HTTP/1.1 and HTTP/2 on one port, and
+//! graceful drain. Each connection runs under `conn.rs` (header read and idle timeouts, requests
+//! in progress, the grace-end 503).
 //!
 //! Drain, in order: stop accepting (the listener is dropped, so new connections are refused);
-//! fire the [`Drain`] signal (streaming bodies end at their next frame boundary); ask every
-//! connection to finish its in-flight requests and close (hyper-util graceful shutdown); after
-//! the grace period, drop whatever is left. Must not know what the service does.
+//! fire the [`Drain`] signal (streaming bodies end at their next frame boundary; every connection
+//! starts its graceful shutdown, finishing its in-flight requests); when the grace period ends,
+//! requests whose response has not started answer 503, and after [`GRACE_END_FLUSH`] whatever is
+//! left is dropped. Must not know what the service does.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
-use super::body::DEFAULT_MAX_BODY_BYTES;
+use super::body::{DEFAULT_BODY_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES};
+use super::conn::{self, Clock, ConnState, Timeouts, Tracked, TrackedIo};
 use super::response::Body;
 
 /// Default for the most connections served at once. At the limit the server stops accepting;
 /// new connections wait in the kernel's backlog until one closes.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-/// Default time in-flight requests get to finish after shutdown starts; after it, remaining
-/// connections are dropped.
+/// Default time in-flight requests get to finish after shutdown starts; after it, requests whose
+/// response has not started answer 503 and remaining connections are dropped.
 pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(30);
-/// Default time a client has to send a complete HTTP/1 request head; when it runs out, the
-/// connection is closed.
+/// Default time a client has to send a complete request head, counted from accept for the first
+/// request (a connection that sends nothing is closed after it) and from the first byte of each
+/// later HTTP/1 head; when it runs out, the connection is closed.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a connection with no request in progress stays open (HTTP/1 keep-alive, HTTP/2
+/// with no open stream, counted from the end of the last request or from accept); then it is
+/// closed (HTTP/2 with a GOAWAY). A streaming response, SSE included, is a request in progress.
+pub const DEFAULT_IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default for concurrent streams per HTTP/2 connection; the client is told the limit in
 /// SETTINGS and streams beyond it are refused (`REFUSED_STREAM`).
 pub const DEFAULT_H2_MAX_CONCURRENT_STREAMS: u32 = 256;
@@ -40,6 +49,13 @@ pub const DEFAULT_H2_MAX_CONCURRENT_STREAMS: u32 = 256;
 /// Pause after an accept error that is not about one connection (e.g. too many open files), so
 /// the loop does not spin while the condition lasts.
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
+
+/// At most one accept-error warning per this interval; the next one counts those suppressed.
+const ACCEPT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+/// After the drain grace period, how long the 503 answers (and streams ending) get to reach
+/// their clients before the connections left are dropped.
+pub const GRACE_END_FLUSH: Duration = Duration::from_secs(1);
 
 /// Connection and request limits.
 #[derive(Debug, Clone)]
@@ -52,6 +68,10 @@ pub struct Limits {
     pub drain_grace: Duration,
     /// See [`DEFAULT_HEADER_READ_TIMEOUT`].
     pub header_read_timeout: Duration,
+    /// See [`DEFAULT_IDLE_CONNECTION_TIMEOUT`].
+    pub idle_timeout: Duration,
+    /// See [`DEFAULT_BODY_READ_TIMEOUT`].
+    pub body_read_timeout: Duration,
     /// See [`DEFAULT_H2_MAX_CONCURRENT_STREAMS`].
     pub h2_max_concurrent_streams: u32,
 }
@@ -63,6 +83,8 @@ impl Default for Limits {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             drain_grace: DEFAULT_DRAIN_GRACE,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_CONNECTION_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             h2_max_concurrent_streams: DEFAULT_H2_MAX_CONCURRENT_STREAMS,
         }
     }
@@ -74,8 +96,20 @@ impl Default for Limits {
 /// long-lived handlers hold one and stop at a clean boundary when it fires.
 #[derive(Debug, Clone)]
 pub struct Drain {
-    /// `true` once draining started. Only [`run`] (or a test) flips it; everyone else watches.
-    tx: watch::Sender<bool>,
+    /// Where the server is in its shutdown. Only [`run`] (or a test) moves it, and only
+    /// forward; everyone else watches.
+    tx: watch::Sender<Phase>,
+}
+
+/// The server's shutdown phases, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Phase {
+    /// Accepting and serving.
+    Serving,
+    /// Not accepting; in-flight requests are finishing.
+    Draining,
+    /// The grace period is over: unanswered requests answer 503.
+    GraceOver,
 }
 
 impl Default for Drain {
@@ -88,18 +122,37 @@ impl Drain {
     /// A signal that has not fired.
     pub fn new() -> Self {
         Self {
-            tx: watch::Sender::new(false),
+            tx: watch::Sender::new(Phase::Serving),
         }
     }
 
     /// Fires the signal (idempotent).
     pub fn start(&self) {
-        self.tx.send_replace(true);
+        self.advance(Phase::Draining);
     }
 
     /// Whether the signal has fired.
     pub fn is_draining(&self) -> bool {
-        *self.tx.borrow()
+        *self.tx.borrow() != Phase::Serving
+    }
+
+    /// Ends the grace period (after [`Drain::start`]).
+    fn end_grace(&self) {
+        self.advance(Phase::GraceOver);
+    }
+
+    fn advance(&self, to: Phase) {
+        self.tx.send_if_modified(|phase| {
+            let moves = *phase < to;
+            if moves {
+                *phase = to;
+            }
+            moves
+        });
+    }
+
+    fn subscribe(&self) -> watch::Receiver<Phase> {
+        self.tx.subscribe()
     }
 
     /// Resolves once the signal fires (at once if it already has).
@@ -108,7 +161,7 @@ impl Drain {
         async move {
             // An error means every sender is gone: nobody can fire it any more, so treat the
             // server as gone too.
-            let _ = rx.wait_for(|draining| *draining).await;
+            let _ = rx.wait_for(|phase| *phase != Phase::Serving).await;
         }
     }
 }
@@ -132,20 +185,29 @@ where
     S::Future: Send + 'static,
 {
     let mut builder = Builder::new(TokioExecutor::new());
+    // hyper's own header timer runs from the end of the previous response, which would close
+    // keep-alive connections after the header timeout instead of the idle one: the connection
+    // watchdog (`conn.rs`) times heads instead, from their first byte.
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
+        .header_read_timeout(None);
     builder
         .http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(limits.h2_max_concurrent_streams);
+    let timeouts = Timeouts {
+        header_read: limits.header_read_timeout,
+        idle: limits.idle_timeout,
+    };
+    let clock = Clock::new();
+    let ticker = clock.spawn_ticker();
 
     // Each connection task holds a permit; at the limit the loop waits here instead of
     // accepting, so excess connections queue in the kernel backlog.
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let graceful = GracefulShutdown::new();
     let mut connections = JoinSet::new();
+    let mut accept_errors = RateLimitedLog::new(ACCEPT_ERROR_LOG_INTERVAL);
     let mut shutdown = std::pin::pin!(shutdown);
 
     loop {
@@ -170,7 +232,10 @@ where
                 continue;
             }
             Err(err) => {
-                tracing::warn!(error = %err, "accept failed; backing off");
+                // EMFILE and friends last while they last: one line a second, with a count.
+                if let Some(suppressed) = accept_errors.record(Instant::now()) {
+                    tracing::warn!(error = %err, suppressed, "accept failed; backing off");
+                }
                 tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
                 continue;
             }
@@ -179,14 +244,14 @@ where
             tracing::debug!(error = %err, "could not set TCP_NODELAY");
         }
 
+        let state = ConnState::new(&clock);
+        let io = TokioIo::new(TrackedIo::new(stream, Arc::clone(&state)));
         let conn = builder
-            .serve_connection(TokioIo::new(stream), service.clone())
+            .serve_connection(io, Tracked::new(service.clone(), Arc::clone(&state)))
             .into_owned();
-        let conn = graceful.watch(conn);
+        let phase = drain.subscribe();
         connections.spawn(async move {
-            if let Err(err) = conn.await {
-                tracing::debug!(error = %err, "connection ended with an error");
-            }
+            conn::drive(conn, state, timeouts, phase).await;
             drop(permit);
         });
     }
@@ -194,19 +259,62 @@ where
     // Stop accepting first, so connection attempts from here on are refused.
     drop(listener);
     drain.start();
-    let in_flight = graceful.count();
-    tracing::info!(in_flight, "draining");
-    if tokio::time::timeout(limits.drain_grace, graceful.shutdown())
+    while connections.try_join_next().is_some() {}
+    tracing::info!(connections = connections.len(), "draining");
+    let all_closed = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(limits.drain_grace, all_closed)
         .await
         .is_err()
     {
+        // Finished tasks not joined yet would count as open.
+        while connections.try_join_next().is_some() {}
         tracing::warn!(
             remaining = connections.len(),
-            "drain grace period over; dropping connections"
+            "drain grace period over; unanswered requests get 503, then connections are dropped"
         );
+        drain.end_grace();
+        let flushed = async { while connections.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(GRACE_END_FLUSH, flushed).await;
     }
     connections.shutdown().await;
+    ticker.abort();
     Ok(())
+}
+
+// === impl RateLimitedLog ===
+
+/// Decides which of a stream of repeated events get a log line: the first, then at most one
+/// per interval, each saying how many were suppressed since the last line.
+#[derive(Debug)]
+struct RateLimitedLog {
+    interval: Duration,
+    /// When the last line was logged.
+    last: Option<Instant>,
+    /// Events since the last line that got none.
+    suppressed: u64,
+}
+
+impl RateLimitedLog {
+    fn new(interval: Duration) -> Self {
+        Self {
+            interval,
+            last: None,
+            suppressed: 0,
+        }
+    }
+
+    /// Records one event at `now`: `Some(suppressed)` when it gets a line.
+    fn record(&mut self, now: Instant) -> Option<u64> {
+        let due = self
+            .last
+            .is_none_or(|last| now.saturating_duration_since(last) >= self.interval);
+        if !due {
+            self.suppressed += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.suppressed))
+    }
 }
 
 /// Accept errors that concern only the connection being accepted (the loop just moves on).
@@ -216,4 +324,34 @@ fn is_per_connection(err: &std::io::Error) -> bool {
         err.kind(),
         ConnectionRefused | ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_errors_get_one_line_a_second_with_a_count() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let mut log = RateLimitedLog::new(Duration::from_secs(1));
+        assert_eq!(log.record(at(0)), Some(0));
+        for ms in (50..1_000).step_by(50) {
+            assert_eq!(log.record(at(ms)), None, "{ms} ms");
+        }
+        assert_eq!(log.record(at(1_000)), Some(19));
+        assert_eq!(log.record(at(1_500)), None);
+        assert_eq!(log.record(at(5_000)), Some(1));
+        assert_eq!(log.record(at(6_000)), Some(0));
+    }
+
+    #[test]
+    fn drain_phases_only_move_forward() {
+        let drain = Drain::new();
+        assert!(!drain.is_draining());
+        drain.end_grace();
+        drain.start();
+        assert_eq!(*drain.subscribe().borrow(), Phase::GraceOver);
+        assert!(drain.is_draining());
+    }
 }

@@ -47,6 +47,8 @@ pub struct Rest {
     pub invoker: Arc<Invoker>,
     /// Largest request body accepted (413 past it).
     pub max_body_bytes: usize,
+    /// Longest pause between two chunks of a request body (408 past it).
+    pub body_read_timeout: std::time::Duration,
     /// The gate (per-tool scopes) and the audit trail.
     pub access: Arc<Access>,
     /// Where call records go.
@@ -222,7 +224,9 @@ impl Rest {
             }
         }
         let declared = body::content_length(&parts.headers);
-        let mut buf = body::collect_limited(body, declared, self.max_body_bytes).await?;
+        let mut buf =
+            body::collect_limited(body, declared, self.max_body_bytes, self.body_read_timeout)
+                .await?;
         if buf.iter().all(u8::is_ascii_whitespace) {
             buf.clear();
             buf.extend_from_slice(b"{}");

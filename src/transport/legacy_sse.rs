@@ -150,7 +150,7 @@ where
             "Content-Type must be application/json",
         ));
     }
-    let buf = streamable::read_body(parts, body, transport.settings.max_body_bytes).await?;
+    let buf = streamable::read_body(parts, body, &transport.settings).await?;
     // simd-json parses in place, so the task gets its own copy to parse again.
     let raw = buf.to_vec();
     let mut parsed = buf;

@@ -87,6 +87,8 @@ pub struct Settings {
     pub post_framing: PostFraming,
     /// Largest request body; larger → 413.
     pub max_body_bytes: usize,
+    /// Longest pause between two chunks of a request body; longer → 408.
+    pub body_read_timeout: Duration,
     /// Mint sessions on `initialize`.
     pub sessions_enabled: bool,
     /// A handshake-era request other than `initialize` without `Mcp-Session-Id` → 400.
@@ -103,6 +105,7 @@ impl Default for Settings {
             allowed_origins: Vec::new(),
             post_framing: PostFraming::Sse,
             max_body_bytes: crate::http::body::DEFAULT_MAX_BODY_BYTES,
+            body_read_timeout: crate::http::body::DEFAULT_BODY_READ_TIMEOUT,
             sessions_enabled: true,
             require_session: false,
             sse_enabled: true,

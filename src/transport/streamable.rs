@@ -104,18 +104,24 @@ pub fn check_post_headers(parts: &Parts) -> Result<Accept, Error> {
     Ok(accept)
 }
 
-/// Collects the body within the configured limit.
+/// Collects the body within the configured size limit and read timeout.
 pub async fn read_body<B>(
     parts: &Parts,
     body: B,
-    max_body_bytes: usize,
+    settings: &super::Settings,
 ) -> Result<bytes::BytesMut, Error>
 where
     B: http_body::Body,
     B::Error: std::fmt::Display,
 {
     let declared = body::content_length(&parts.headers);
-    body::collect_limited(body, declared, max_body_bytes).await
+    body::collect_limited(
+        body,
+        declared,
+        settings.max_body_bytes,
+        settings.body_read_timeout,
+    )
+    .await
 }
 
 /// A body that is not a usable JSON-RPC message: 400 with -32700/-32600.
@@ -140,7 +146,7 @@ where
     B::Error: std::fmt::Display,
 {
     let accept = check_post_headers(parts)?;
-    let mut buf = read_body(parts, body, transport.settings.max_body_bytes).await?;
+    let mut buf = read_body(parts, body, &transport.settings).await?;
     let message = jsonrpc::parse(&mut buf).map_err(parse_error)?;
     if !admitted.platform {
         // Platform tools check the executed tool's scope themselves (it is named in arguments).

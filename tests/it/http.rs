@@ -689,28 +689,6 @@ async fn drain_ends_streams_at_a_frame_boundary() {
 }
 
 #[tokio::test]
-async fn connections_past_the_grace_period_are_dropped() {
-    let mut server = TestServer::with(|c| c.limits.drain_grace = Duration::from_millis(100)).await;
-    let addr = server.addr;
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    let held =
-        tokio::spawn(sender.send_request(request(addr, Method::POST, "/__test/hold", &[], "")));
-    server.hooks.entered.notified().await;
-
-    server.begin_shutdown();
-    server
-        .finished()
-        .await
-        .expect("serve returns after the grace period");
-    // Never released: the connection was dropped under it.
-    assert!(held.await.expect("task").is_err());
-}
-
-#[tokio::test]
 async fn slow_request_heads_are_cut_off() {
     let server =
         TestServer::with(|c| c.limits.header_read_timeout = Duration::from_millis(200)).await;
