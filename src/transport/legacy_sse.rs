@@ -5,7 +5,8 @@
 //! first event is `event: endpoint` whose data is the relative POST URL (path segments
 //! percent-encoded; "the Python client rejects an endpoint whose scheme or host differs", so it
 //! stays relative). Each POST names the session in its query (missing → 400; unknown, expired
-//! or another owner's → 404) and is answered 202 with an empty body; a request's response then
+//! or another owner's → 404; a session without a live `/sse` stream, here or on another
+//! instance, → 404 too, before anything runs) and is answered 202 with an empty body; a request's response then
 //! arrives as an `event: message` frame on the stream, notifications produce no frame, and
 //! `notifications/cancelled` aborts the named request. The session lives exactly as long as the
 //! stream: when the client closes it, the session is deleted. The stream is kept alive by the
@@ -139,6 +140,19 @@ where
     })?;
     let owner = owner(target, &caller);
     let bound = handshake::validate(transport, session_text.as_bytes(), owner).await?;
+    // This transport answers on the session's `/sse` stream; a session without one (a
+    // Streamable HTTP session, or a legacy one whose stream is gone) has nowhere to be answered,
+    // so it is unknown here and nothing runs. With several instances the stream may be held by
+    // another one (its holder registration says so); the response is then routed there.
+    if transport.streams.legacy(&bound.id).is_none()
+        && !transport
+            .bus
+            .is_held_elsewhere(owner, &bound.id)
+            .await
+            .map_err(|_| Error::Unavailable("stream registry unavailable".into()))?
+    {
+        return Err(handshake::session_not_found());
+    }
     let is_json = parts
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -214,7 +228,7 @@ where
                 }
                 let mut out = BytesMut::new();
                 reply::write_outcome(&mut out, id, &outcome);
-                if let Some(writer) = transport.streams.standalone(&bound.id) {
+                if let Some(writer) = transport.streams.legacy(&bound.id) {
                     let _ = writer.send(&out).await;
                 } else if transport.bus.is_shared() {
                     // The stream is held by another instance: route the response there. No

@@ -727,6 +727,24 @@ impl StreamRegistry {
         })
     }
 
+    /// A handle on the session's legacy `/sse` stream while it is live: only such a session
+    /// takes messages on `POST …/messages`.
+    pub fn legacy(&self, session: &SessionId) -> Option<StreamWriter> {
+        let stream = {
+            let sessions = self.inner.session_shard(session);
+            let stream = sessions.get(session)?.legacy.as_ref()?;
+            if !stream.is_live(&mut stream.lock()) {
+                return None;
+            }
+            stream.clone()
+        };
+        Some(StreamWriter {
+            stream,
+            registry: self.inner.clone(),
+            finish_on_drop: false,
+        })
+    }
+
     /// Resumes the stream named by `last_event_id` for `session`/`owner`.
     ///
     /// Replays only frames after that id on that same stream, and only when the stream belongs
