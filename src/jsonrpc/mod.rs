@@ -27,7 +27,9 @@ mod write;
 
 pub use echo::{echo, MAX_ECHO_BYTES};
 pub use id::{Id, IdRef, OwnedId};
-pub use parse::{parse, parse_with, Limits, Message, ParseError, DEFAULT_MAX_DEPTH};
+pub use parse::{
+    has_repeated_name, parse, parse_with, Limits, Message, ParseError, DEFAULT_MAX_DEPTH,
+};
 pub use payload::{Payload, PayloadError};
 pub use write::{
     write_error, write_error_with_data, write_notification, write_request, write_result,

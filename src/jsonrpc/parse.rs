@@ -208,6 +208,13 @@ fn members<'t, 'a>(
     })
 }
 
+/// Whether any object of a JSON document repeats a member name: the rule [`parse`] applies to
+/// messages, for other JSON bodies (the REST surface's arguments) so every surface reads the
+/// same input the same way.
+pub fn has_repeated_name(tape: &Tape<'_>) -> bool {
+    repeated_name(&tape.0).is_some()
+}
+
 /// The tape index of the first object (in document order) in which a member name repeats.
 ///
 /// One pass over the tape: each object's direct members are compared pairwise on the stack

@@ -1,5 +1,6 @@
 //! Integration tests: input hardening (issue 13). Path arguments that would change the
-//! downstream path, bytes after the message, repeated member names at any depth, the bounded
+//! downstream path, bytes after the message, repeated member names at any depth (MCP and REST
+//! bodies), the bounded
 //! echo of names in errors, `/messages` with a session that has no legacy stream, and the id
 //! of refusals in each era. Over real sockets on 127.0.0.1, against a downstream hyper server
 //! that records every request it receives (so "nothing ran" is observed, not assumed).
@@ -343,6 +344,27 @@ async fn repeated_names_inside_params_or_arguments_are_invalid_requests_and_run_
         .await
         .expect_error(400, -32600, json!(5));
     assert_eq!(sluice.downstream.seen(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn rest_bodies_follow_the_same_strictness_and_run_nothing() {
+    let sluice = Sluice::start().await;
+    let path = "/runtime/acme/app/tools/place_order";
+    for body in [
+        r#"{"amount":1,"amount":1000}"#,
+        r#"{"amount":1,"x":{"k":1,"k":2}}"#,
+        "{\"amount\":1}\u{0}{\"amount\":1000}",
+        "{\"amount\":1}\u{0}",
+    ] {
+        sluice
+            .post_to(path, &[], body)
+            .await
+            .expect_error(400, -32602, Value::Null);
+    }
+    assert_eq!(sluice.downstream.seen(), Vec::<String>::new());
+    let reply = sluice.post_to(path, &[], r#"{"amount":1}"#).await;
+    assert_eq!(reply.status.as_u16(), 200);
+    assert_eq!(sluice.downstream.seen(), vec!["/orders"]);
 }
 
 #[tokio::test]
