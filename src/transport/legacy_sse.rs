@@ -95,7 +95,17 @@ pub async fn open(
         return Err(Error::Internal);
     }
 
-    handshake::register_holder(transport, owner, &id).await;
+    // With several instances, `POST …/messages` reaches this stream only through its holder
+    // registration, and an instance that finds none answers 404: a stream that could not be
+    // registered is refused (503, the client reconnects) rather than served unreachable.
+    if transport.bus.is_shared() {
+        if let Err(err) = transport.bus.register_holder(owner, &id).await {
+            tracing::warn!(%err, "legacy stream holder not registered; the stream is refused");
+            transport.streams.close_session(&id);
+            let _ = transport.sessions.delete(&id, owner).await;
+            return Err(Error::Unavailable("stream registry unavailable".into()));
+        }
+    }
     // "Closing the stream ends the session": one small task per legacy stream waits for the
     // connection to go, then deletes the session (the registry drops its streams).
     let writer = opened.writer;

@@ -1,8 +1,7 @@
 //! Integration tests: input hardening (issue 13). Path arguments that would change the
 //! downstream path, bytes after the message, repeated member names at any depth (MCP and REST
-//! bodies), the bounded
-//! echo of names in errors, `/messages` with a session that has no legacy stream, and the id
-//! of refusals in each era. Over real sockets on 127.0.0.1, against a downstream hyper server
+//! bodies), the bounded echo of names in errors, `/messages` with a session that has no
+//! legacy stream, and the id of refusals in each era. Over real sockets on 127.0.0.1, against a downstream hyper server
 //! that records every request it receives (so "nothing ran" is observed, not assumed).
 
 use std::convert::Infallible;
