@@ -24,6 +24,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use super::context::BosContext;
 use super::envelope::{put_json_text_as_str, put_str};
 use super::handle::MAX_HANDLE_LEN;
+use crate::jsonrpc::echo;
 
 // === Tool definitions ===
 
@@ -267,7 +268,8 @@ pub fn parse_call<'a, V: ArgValue<'a>>(
     name: &str,
     arguments: Option<V>,
 ) -> Result<BosCall<'a, V>, ArgsError> {
-    let tool = BosTool::from_name(name).ok_or_else(|| ArgsError::UnknownTool(name.to_owned()))?;
+    let tool =
+        BosTool::from_name(name).ok_or_else(|| ArgsError::UnknownTool(echo(name).into_owned()))?;
     let arguments = arguments.filter(|v| !v.is_null());
     if let Some(arguments) = arguments {
         if !arguments.is_object() {
@@ -280,7 +282,7 @@ pub fn parse_call<'a, V: ArgValue<'a>>(
         BosTool::Execute => &[HANDLE, TOOL_NAME, ARGUMENTS],
     };
     if let Some(unknown) = arguments.and_then(|v| v.unknown_member(known)) {
-        return Err(ArgsError::UnknownMember(unknown));
+        return Err(ArgsError::UnknownMember(echo(&unknown).into_owned()));
     }
     let member = |key: &str| {
         arguments

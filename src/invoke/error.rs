@@ -13,6 +13,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use crate::catalog::model::FieldType;
+use crate::jsonrpc::echo;
 
 /// A boxed source error from the HTTP stack.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -56,6 +57,19 @@ pub enum ArgumentProblem {
     Unknown,
     /// A header-location value cannot be sent as an HTTP header (control characters).
     InvalidHeaderValue,
+    /// A path-location value is `.` or `..`: a dot segment would change which downstream path
+    /// is called (RFC 3986 §5.2.4).
+    DotPathSegment,
+    /// A path-location value is empty: it would leave an empty segment (`//`) in the path.
+    EmptyPathSegment,
+}
+
+impl ArgumentProblem {
+    /// Whether the value would change which downstream path is called: refused as a protocol
+    /// error (-32602), not reported as a tool execution error the model retries with.
+    pub fn is_path_refusal(&self) -> bool {
+        matches!(self, Self::DotPathSegment | Self::EmptyPathSegment)
+    }
 }
 
 impl fmt::Display for ArgumentProblem {
@@ -70,6 +84,8 @@ impl fmt::Display for ArgumentProblem {
             }
             Self::Unknown => f.write_str("unknown field"),
             Self::InvalidHeaderValue => f.write_str("value cannot be sent as a header"),
+            Self::DotPathSegment => f.write_str("a path value cannot be \".\" or \"..\""),
+            Self::EmptyPathSegment => f.write_str("a path value cannot be empty"),
         }
     }
 }
@@ -215,6 +231,12 @@ impl InvokeError {
         matches!(self, Self::Busy(_))
     }
 
+    /// Whether an argument was refused because it would change which downstream path is
+    /// called (see [`ArgumentProblem::is_path_refusal`]).
+    pub fn is_path_refusal(&self) -> bool {
+        matches!(self, Self::InvalidArgument { problem, .. } if problem.is_path_refusal())
+    }
+
     /// Whether the downstream answered with a body that could not be used.
     pub fn is_invalid_response(&self) -> bool {
         matches!(self, Self::InvalidResponse(_))
@@ -237,7 +259,7 @@ impl InvokeError {
                 Cow::Owned(format!("Invalid arguments: {problem}."))
             }
             Self::InvalidArgument { field, problem } => {
-                Cow::Owned(format!("Invalid argument '{field}': {problem}."))
+                Cow::Owned(format!("Invalid argument '{}': {problem}.", echo(field)))
             }
             Self::SchemaDiscoveryRequired => Cow::Borrowed(
                 "This tool's input schema has not been discovered. Call discover_tool_schema \

@@ -75,6 +75,13 @@ pub fn build_request(
                     // Path fields are required, so the walk has already failed without one.
                     return Err(InvokeError::argument(name, ArgumentProblem::Missing));
                 };
+                // Errors name the exposed argument (the caller's contract), not the template's.
+                let exposed = plan
+                    .input
+                    .leaves
+                    .get(*leaf as usize)
+                    .map_or(&**name, |leaf| &*leaf.from_path);
+                check_path_value(exposed, value)?;
                 push_encoded(&mut url, value);
             }
         }
@@ -134,6 +141,28 @@ pub fn build_request(
     *request.uri_mut() = uri;
     *request.headers_mut() = headers;
     Ok(request)
+}
+
+/// Refuses a path value that would change which downstream path is called.
+///
+/// RFC 3986 §5.2.4 removes the dot segments `.` and `..` from a path, and so do most servers
+/// and proxies in front of a downstream, so `/items/{id}/detail` with `id = ".."` would reach
+/// `/detail`. Percent-encoding them (`%2E%2E`) is not enough: several servers decode that back
+/// before routing. An empty value would turn `/items/{id}/detail` into `/items//detail`, which
+/// many routers collapse into another path. All three are refused (invalid params, naming the
+/// argument); every other byte that could add a segment, a query or a fragment (`/`, `?`,
+/// `#`, `%`) is percent-encoded by [`push_encoded`].
+fn check_path_value(name: &str, value: &Value<'_>) -> Result<(), InvokeError> {
+    match value {
+        Value::String(text) if text.is_empty() => Err(InvokeError::argument(
+            name,
+            ArgumentProblem::EmptyPathSegment,
+        )),
+        Value::String(text) if *text == "." || *text == ".." => {
+            Err(InvokeError::argument(name, ArgumentProblem::DotPathSegment))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Appends `?name=value` or `&name=value`, both percent-encoded.
@@ -292,6 +321,23 @@ mod tests {
             r#"{"customerId":"1","tag":"a\nb"}"#,
             "error: Invalid argument 'tag': value cannot be sent as a header.",
         );
+        check(
+            &p,
+            r#"{"customerId":".."}"#,
+            "error: Invalid argument 'customerId': a path value cannot be \".\" or \"..\".",
+        );
+        check(
+            &p,
+            r#"{"customerId":"."}"#,
+            "error: Invalid argument 'customerId': a path value cannot be \".\" or \"..\".",
+        );
+        check(
+            &p,
+            r#"{"customerId":""}"#,
+            "error: Invalid argument 'customerId': a path value cannot be empty.",
+        );
+        check(&p, r#"{"customerId":"..."}"#, "GET https://api.example/v1/customers/.../orders?limit=5 | x-api=k1,accept=application/json | ");
+        check(&p, r#"{"customerId":"%2E%2E"}"#, "GET https://api.example/v1/customers/%252E%252E/orders?limit=5 | x-api=k1,accept=application/json | ");
         check(&p, r#"{"_schema_discovery":true}"#, "error: This tool's input schema has not been discovered. Call discover_tool_schema for this tool first, then call it again with real arguments.");
         check(&p, r#"{"_schema_discovery":true,"customerId":"7"}"#, "GET https://api.example/v1/customers/7/orders?limit=5 | x-api=k1,accept=application/json | ");
     }

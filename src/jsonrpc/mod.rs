@@ -14,16 +14,22 @@
 //!   [`write_error`], [`write_error_with_data`], [`write_request`], [`write_notification`],
 //!   and [`Message::write_to`]. JSON is serialized straight into the buffer.
 //!
+//! - [`echo`]: the bounded form of peer-chosen text an error message quotes.
+//!
 //! Layout: `id.rs` (ids), `parse.rs` (classification), `payload.rs` (the params view),
-//! `write.rs` (writers).
+//! `write.rs` (writers), `echo.rs` (bounded echoes).
 
+mod echo;
 mod id;
 mod parse;
 mod payload;
 mod write;
 
+pub use echo::{echo, MAX_ECHO_BYTES};
 pub use id::{Id, IdRef, OwnedId};
-pub use parse::{parse, parse_with, Limits, Message, ParseError, DEFAULT_MAX_DEPTH};
+pub use parse::{
+    has_repeated_name, parse, parse_with, Limits, Message, ParseError, DEFAULT_MAX_DEPTH,
+};
 pub use payload::{Payload, PayloadError};
 pub use write::{
     write_error, write_error_with_data, write_notification, write_request, write_result,

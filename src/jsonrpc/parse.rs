@@ -7,6 +7,7 @@
 //! methods or HTTP; it neither allocates per member nor copies the body.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 
 use simd_json::{Buffers, Node, StaticNode, Tape};
 
@@ -23,6 +24,10 @@ pub const DEFAULT_MAX_DEPTH: usize = 128;
 /// next parse; a larger body's buffers are freed after its parse, so one huge body does not pin
 /// memory on every worker thread.
 const KEEP_BUFFERS_UP_TO: usize = 1 << 20;
+
+/// Objects with at most this many members are checked for a repeated name pairwise, on the
+/// stack; a larger object goes through a hash set (one allocation per parse that meets one).
+const PAIRWISE_UP_TO: usize = 8;
 
 /// Limits applied while parsing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,8 +133,15 @@ pub fn parse(body: &mut [u8]) -> Result<Message<'_>, ParseError> {
 /// Parses one message in place with the given limits.
 pub fn parse_with<'a>(body: &'a mut [u8], limits: &Limits) -> Result<Message<'a>, ParseError> {
     // JSON-RPC 2.0 §5.1: "-32700 Parse error: Invalid JSON was received by the server."
-    // (simd-json also rejects invalid UTF-8, trailing garbage, an empty body and nesting beyond
-    // `limits.max_depth`.)
+    // RFC 8259 §2 allows only space, tab, LF and CR between tokens, and §7 says control
+    // characters (U+0000 through U+001F) "MUST be escaped" inside strings: a NUL byte is never
+    // part of a JSON text. A parser that took it for the end of the input (C-string style, or
+    // as padding) would ignore whatever follows it, so it is refused here, without relying on
+    // how simd-json treats it. (simd-json rejects invalid UTF-8, any other trailing
+    // non-whitespace, an empty body and nesting beyond `limits.max_depth`.)
+    if memchr::memchr(0, body).is_some() {
+        return Err(ParseError::not_json());
+    }
     let tape = build_tape(body, limits).map_err(|_| ParseError::not_json())?;
     classify(tape)
 }
@@ -196,6 +208,57 @@ fn members<'t, 'a>(
     })
 }
 
+/// Whether any object of a JSON document repeats a member name: the rule [`parse`] applies to
+/// messages, for other JSON bodies (the REST surface's arguments) so every surface reads the
+/// same input the same way.
+pub fn has_repeated_name(tape: &Tape<'_>) -> bool {
+    repeated_name(&tape.0).is_some()
+}
+
+/// The tape index of the first object (in document order) in which a member name repeats.
+///
+/// One pass over the tape: each object's direct members are compared pairwise on the stack
+/// when there are at most [`PAIRWISE_UP_TO`] of them (every message envelope, `ping`'s
+/// included, so the common path allocates nothing), else through one hash set reused for
+/// every large object of the message. Names are compared after unescaping (`"a"` and
+/// `"\u0061"` are the same name).
+fn repeated_name(nodes: &[Node<'_>]) -> Option<usize> {
+    let mut large: Option<HashSet<&str>> = None;
+    for (at, node) in nodes.iter().enumerate() {
+        let Node::Object { len, .. } = node else {
+            continue;
+        };
+        let n_members = *len;
+        if n_members < 2 {
+            continue;
+        }
+        let repeated = if n_members <= PAIRWISE_UP_TO {
+            let mut names = [""; PAIRWISE_UP_TO];
+            let mut n_seen = 0;
+            let mut repeated = false;
+            for (name, _) in members(nodes, at) {
+                if names.get(..n_seen).is_some_and(|seen| seen.contains(&name)) {
+                    repeated = true;
+                    break;
+                }
+                if let Some(slot) = names.get_mut(n_seen) {
+                    *slot = name;
+                    n_seen += 1;
+                }
+            }
+            repeated
+        } else {
+            let seen = large.get_or_insert_with(|| HashSet::with_capacity(n_members));
+            seen.clear();
+            !members(nodes, at).all(|(name, _)| seen.insert(name))
+        };
+        if repeated {
+            return Some(at);
+        }
+    }
+    None
+}
+
 /// Reads an id node: a string or an integer; anything else is `None`.
 fn read_id<'a>(node: Option<&Node<'a>>) -> Option<Id<'a>> {
     match node? {
@@ -215,7 +278,6 @@ struct Envelope {
     params: Option<usize>,
     result: Option<usize>,
     error: Option<usize>,
-    has_duplicate: bool,
 }
 
 fn classify<'a>(tape: Tape<'a>) -> Result<Message<'a>, ParseError> {
@@ -248,21 +310,29 @@ fn classify<'a>(tape: Tape<'a>) -> Result<Message<'a>, ParseError> {
             "error" => &mut env.error,
             _ => continue,
         };
-        env.has_duplicate |= slot.replace(value_idx).is_some();
+        *slot = Some(value_idx);
+    }
+
+    // RFC 8259 §4: "The names within an object SHOULD be unique." "When the names within an
+    // object are not unique, the behavior of software that receives such an object is
+    // unpredictable": two `id`s, two tool `name`s or two `amount`s in the arguments would be
+    // read differently by this runtime (first wins), a downstream and an audit reader, so a
+    // message with a repeated name in any object, at any depth, is refused. A repeated
+    // top-level member may be the id itself, so that refusal carries no id.
+    match repeated_name(nodes) {
+        Some(0) => return Err(ParseError::invalid("a message member is repeated", None)),
+        Some(_) => {
+            let id = env.id.and_then(|idx| read_id(nodes.get(idx)));
+            return Err(ParseError::invalid(
+                "a member name is repeated inside the message",
+                id,
+            ));
+        }
+        None => {}
     }
 
     // The id is carried in every -32600 below whenever it is a usable id.
-    let id = if env.has_duplicate {
-        None
-    } else {
-        env.id.and_then(|idx| read_id(nodes.get(idx)))
-    };
-
-    // RFC 8259 §4: "The names within an object SHOULD be unique." Two `id`s or `method`s would
-    // be read differently by different parsers, so a message with a repeated member is refused.
-    if env.has_duplicate {
-        return Err(ParseError::invalid("a message member is repeated", None));
-    }
+    let id = env.id.and_then(|idx| read_id(nodes.get(idx)));
 
     // JSON-RPC 2.0 §4: "jsonrpc: A String specifying the version of the JSON-RPC protocol.
     // MUST be exactly "2.0"."
@@ -376,8 +446,8 @@ fn classify_error_object<'a>(
     if !matches!(nodes.get(error_idx), Some(Node::Object { .. })) {
         return Err(ParseError::invalid("\"error\" must be an object", id));
     }
+    // No name repeats here: `classify` refused any repeated name already.
     let (mut code, mut message, mut data) = (None, None, None);
-    let mut has_duplicate = false;
     for (name, value_idx) in members(nodes, error_idx) {
         let slot = match name {
             "code" => &mut code,
@@ -385,10 +455,7 @@ fn classify_error_object<'a>(
             "data" => &mut data,
             _ => continue,
         };
-        has_duplicate |= slot.replace(value_idx).is_some();
-    }
-    if has_duplicate {
-        return Err(ParseError::invalid("an error member is repeated", id));
+        *slot = Some(value_idx);
     }
     // JSON-RPC 2.0 §5.1: "code: A Number that indicates the error type that occurred. This
     // MUST be an integer."
@@ -539,6 +606,25 @@ mod tests {
             Err((-32700, "none")),
         );
         check(r#"{'jsonrpc':'2.0'}"#, Err((-32700, "none")));
+        // Anything but whitespace after the message, a NUL included, is not JSON.
+        for tail in [
+            "\u{0}",
+            "\u{0}{\"zzz\":",
+            " \u{0}",
+            "\n\u{0}\u{0}",
+            "\u{0} ",
+            "\u{b}",
+            "\u{c}",
+        ] {
+            check(
+                &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m"}}{tail}"#),
+                Err((-32700, "none")),
+            );
+        }
+        check(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"} \t\r\n",
+            Ok(("request", "m", "1")),
+        );
         check(
             &format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{}{}}}"#,
@@ -680,6 +766,72 @@ mod tests {
         );
         check(r#"{"jsonrpc":"2.0"}"#, Err((-32600, "none")));
         check("{}", Err((-32600, "none")));
+    }
+
+    #[test]
+    fn repeated_names_are_refused_at_any_depth() {
+        // Top level, whatever the member: no id (it may be the repeated one).
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","x":1,"x":2}"#,
+            Err((-32600, "none")),
+        );
+        // Inside params, arguments, arrays and error data: the id is readable, so it is carried.
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_customer","name":"place_order"}}"#,
+            Err((-32600, "1")),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"t","arguments":{"amount":1,"amount":1000}}}"#,
+            Err((-32600, "\"a\"")),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[{"k":[{"z":1,"y":2,"z":3}]}]}"#,
+            Err((-32600, "1")),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","method":"n","params":{"a":{},"a":{}}}"#,
+            Err((-32600, "none")),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x","data":{"d":1,"d":1}}}"#,
+            Err((-32600, "2")),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":3,"result":{"r":1,"r":2}}"#,
+            Err((-32600, "3")),
+        );
+        // Names compare after unescaping.
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"\u0061":2}}"#,
+            Err((-32600, "1")),
+        );
+        // Objects past the pairwise size go through the hash set; the repeat may come last.
+        let members: Vec<String> = (0..40).map(|i| format!(r#""k{i}":{i}"#)).collect();
+        let large = members.join(",");
+        check(
+            &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{{large}}}}}"#),
+            Ok(("request", "m", "1")),
+        );
+        check(
+            &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{{large},"k0":0}}}}"#),
+            Err((-32600, "1")),
+        );
+        check(
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"big":{{{large}}},"small":{{"a":1,"a":1}}}}}}"#
+            ),
+            Err((-32600, "1")),
+        );
+        // Exactly the pairwise size, the repeat in the last slot.
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"a":8}}"#,
+            Err((-32600, "1")),
+        );
+        // The same name in different objects is no repeat.
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":{"a":1},"b":[{"a":2},{"a":3}]}}"#,
+            Ok(("request", "m", "1")),
+        );
     }
 
     #[test]

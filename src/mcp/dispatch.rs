@@ -11,7 +11,7 @@ use simd_json::prelude::*;
 use super::subscriptions::SubscriptionFilter;
 use super::{lifecycle, names, prompts, resources, tools};
 use super::{Dispatcher, Era, McpError, NotificationEffect, Reply, Scope};
-use crate::jsonrpc::{Id, Payload};
+use crate::jsonrpc::{echo, Id, Payload};
 
 pub(crate) async fn request(
     d: &Dispatcher,
@@ -42,7 +42,7 @@ pub(crate) async fn request(
         names::SUBSCRIPTIONS_LISTEN if scope.era == Era::Stateless => {
             SubscriptionFilter::from_params(params).map(Reply::Listen)
         }
-        other => Err(McpError::MethodNotFound(other.to_owned())),
+        other => Err(McpError::MethodNotFound(echo(other).into_owned())),
     }
 }
 

@@ -17,7 +17,7 @@ use super::names::{
     TOOLS_CALL,
 };
 use super::{json, McpError, SOURCE_RESULTS_EXTENSION, STATELESS_VERSIONS};
-use crate::jsonrpc::Payload;
+use crate::jsonrpc::{echo, Payload};
 
 /// What a valid stateless-era `_meta` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +96,7 @@ fn checked_meta<'p, 'a>(
         .find(|v| **v == version)
         .copied()
         .ok_or_else(|| McpError::UnsupportedVersion {
-            requested: version.to_owned(),
+            requested: echo(version).into_owned(),
         })?;
     match meta {
         Some(meta) => Ok((version, meta, capabilities)),

@@ -20,7 +20,7 @@ use super::{json, params, Dispatcher, Era, McpError, Reply, Scope};
 use crate::bos::{self, ArgsError, BosCall, Extras};
 use crate::catalog::model::Downstream;
 use crate::invoke::CorrelationPolicy;
-use crate::jsonrpc::Payload;
+use crate::jsonrpc::{echo, Payload};
 
 /// `tools/list` on the platform endpoint: the three platform tools.
 pub(crate) fn list(d: &Dispatcher, scope: &Scope<'_>) -> Result<Reply, McpError> {
@@ -51,7 +51,7 @@ pub(crate) async fn call(
         Ok(parsed) => parsed,
         Err(ArgsError::UnknownTool(_)) => {
             return Err(McpError::InvalidParams(
-                format!("Unknown tool: {name}").into(),
+                format!("Unknown tool: {}", echo(name)).into(),
             ))
         }
         Err(err) => return Ok(Reply::Result(failure(d, scope, &err.to_string()))),
@@ -115,7 +115,7 @@ pub(crate) async fn call(
                 return Ok(Reply::Result(failure(
                     d,
                     scope,
-                    &format!("Unknown read tool in this context: {tool_name}"),
+                    &format!("Unknown read tool in this context: {}", echo(tool_name)),
                 )));
             };
             // "This extension grants no additional access": the tool's own scope still applies.

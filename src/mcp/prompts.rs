@@ -11,7 +11,7 @@ use super::era::Cache;
 use super::page::ListKind;
 use super::resources::{find, list_toolsets, put_description};
 use super::{json, params, Dispatcher, McpError, Reply, Scope};
-use crate::jsonrpc::Payload;
+use crate::jsonrpc::{echo, Payload};
 
 // === prompts/list ===
 
@@ -45,7 +45,7 @@ pub(crate) fn get(
     let found = find(view, name);
     let (Some(toolset), Some(text)) = (found, found.and_then(|t| t.prompt.as_deref())) else {
         return Err(McpError::InvalidParams(
-            format!("Unknown prompt: {name}").into(),
+            format!("Unknown prompt: {}", echo(name)).into(),
         ));
     };
 

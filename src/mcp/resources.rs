@@ -15,7 +15,7 @@ use super::era::Cache;
 use super::page::{self, ListKind};
 use super::{json, params, Dispatcher, McpError, Reply, Scope};
 use crate::catalog::{ClientView, ToolsetView};
-use crate::jsonrpc::Payload;
+use crate::jsonrpc::{echo, Payload};
 
 /// Every prompt resource URI starts with this.
 pub const PROMPT_RESOURCE_PREFIX: &str = "sluice://prompts/";
@@ -152,7 +152,7 @@ pub(crate) fn read(
         .and_then(|id| find(view, &id));
     let (Some(toolset), Some(text)) = (found, found.and_then(|t| t.prompt.as_deref())) else {
         return Err(McpError::ResourceNotFound {
-            uri: uri.to_owned(),
+            uri: echo(uri).into_owned(),
             era: scope.era,
         });
     };

@@ -12,7 +12,8 @@
 //! budget cannot hold ("Server busy: …", like any downstream failure), and *input validation* failures
 //! ("Input validation errors … should be reported as Tool Execution Errors rather than Protocol
 //! Errors, so the model can self-correct"): an argument missing or of the wrong type, or the
-//! `_schema_discovery`-only call. Their text is the invoker's `safe_message()` (no downstream
+//! `_schema_discovery`-only call. One exception: a path argument that is `.`, `..` or empty
+//! would change which downstream path is called, and is refused with -32602 (nothing is sent). Their text is the invoker's `safe_message()` (no downstream
 //! body, URL, host or transport detail) and they carry no `structuredContent`, so a client that
 //! validates against `outputSchema` sees the real error (§8 point 10).
 //!
@@ -30,7 +31,7 @@ use crate::catalog::model::Downstream;
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
 use crate::invoke::{CorrelationPolicy, ErrorClass};
-use crate::jsonrpc::Payload;
+use crate::jsonrpc::{echo, Payload};
 
 // === tools/list ===
 
@@ -107,7 +108,7 @@ pub(crate) async fn call(
                 Ok(discover_tool_schema(d, scope, view, params.arguments))
             }
             _ => Err(McpError::InvalidParams(
-                format!("Unknown tool: {}", params.name).into(),
+                format!("Unknown tool: {}", echo(params.name)).into(),
             )),
         };
     };
@@ -135,6 +136,12 @@ pub(crate) async fn call(
         .await;
     let reply = match result {
         Ok(output) => success(d, scope, &output.body, output.is_object),
+        // A path value that would change which downstream path is called is refused as a
+        // protocol error: unlike a missing or mistyped argument (a tool execution error the
+        // model can correct), it is a request the runtime will not make in any form.
+        Err(err) if err.is_path_refusal() => {
+            return Err(McpError::InvalidParams(err.safe_message()));
+        }
         Err(err) => {
             match err.class() {
                 ErrorClass::InvalidArguments => {}

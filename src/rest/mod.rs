@@ -33,7 +33,7 @@ use crate::invoke::{
     CallContext, CorrelationPolicy, ErrorClass, InvokeError, Invoker,
     EXTERNAL_CORRELATION_ID_HEADER,
 };
-use crate::jsonrpc::ErrorCode;
+use crate::jsonrpc::{self, ErrorCode};
 
 /// Response header carrying the execution id the runtime generated for a call.
 pub const EXECUTION_ID_HEADER: &str = "x-execution-id";
@@ -234,8 +234,19 @@ impl Rest {
         if log_payloads {
             logged.request = Some(bytes::Bytes::copy_from_slice(&buf));
         }
-        let args = simd_json::to_borrowed_value(&mut buf)
-            .map_err(|_| invalid_arguments("the body is not valid JSON".into()))?;
+        // The strictness rules of JSON-RPC messages (`jsonrpc::parse`): a NUL byte is never
+        // JSON, and a repeated member name would be read differently by different readers.
+        let not_json = || invalid_arguments("the body is not valid JSON".into());
+        if memchr::memchr(0, &buf).is_some() {
+            return Err(not_json());
+        }
+        let tape = simd_json::to_tape(&mut buf).map_err(|_| not_json())?;
+        if jsonrpc::has_repeated_name(&tape) {
+            return Err(invalid_arguments(
+                "the body repeats a member name in an object".into(),
+            ));
+        }
+        let args = simd_json::value::lazy::Value::from_tape(tape.as_value()).into_value();
         if !matches!(args, simd_json::BorrowedValue::Object(_)) {
             return Err(invalid_arguments(
                 "the body must be a JSON object of arguments".into(),

@@ -158,6 +158,22 @@ impl Bus {
         }
     }
 
+    /// Whether another instance holds a live stream of `session` for `owner` (its holder
+    /// registration names an instance other than this one). Always `false` locally.
+    pub async fn is_held_elsewhere(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<bool, BackplaneError> {
+        match self {
+            Self::Local(_) => Ok(false),
+            Self::Redis(redis) => Ok(redis
+                .holder_of(owner, session)
+                .await?
+                .is_some_and(|holder| holder != redis.instance_id())),
+        }
+    }
+
     /// Asks the instance holding `session`'s streams, if it is another one, to end them (the
     /// session was deleted here). No-op locally: the caller closed the local streams already.
     pub async fn close_elsewhere(

@@ -469,6 +469,8 @@ fn cancelled_answer(transport: &Transport, owner: Owner<'_>, bound: &Bound) -> R
 /// The `MCP-Protocol-Version` header, checked: "If the server receives a request with an invalid
 /// or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request." A missing header
 /// is not an error (§4.6), and `initialize` negotiates in its body whatever the header says.
+/// The refusal carries no id, whatever the body: the runtime document answers an unsupported
+/// protocol version "with an HTTP error status whose body carries a JSON-RPC error with no id".
 fn header_version(parts: &Parts, is_initialize: bool) -> Result<Option<&'static str>, Error> {
     let Some(value) = parts.headers.get(MCP_PROTOCOL_VERSION) else {
         return Ok(None);

@@ -5,8 +5,10 @@
 //! first event is `event: endpoint` whose data is the relative POST URL (path segments
 //! percent-encoded; "the Python client rejects an endpoint whose scheme or host differs", so it
 //! stays relative). Each POST names the session in its query (missing → 400; unknown, expired
-//! or another owner's → 404) and is answered 202 with an empty body, or 503 with a JSON-RPC error
-//! (nothing runs) when the stream's bounded outbound queue has no room for its answer; a request's response then
+//! or another owner's → 404; a session without a live `/sse` stream, here or on another
+//! instance, → 404 too, before anything runs) and is answered 202 with an empty body, or 503
+//! with a JSON-RPC error (nothing runs) when the stream's bounded outbound queue has no room
+//! for its answer; a request's response then
 //! arrives as an `event: message` frame on the stream, notifications produce no frame, and
 //! `notifications/cancelled` aborts the named request. The session lives exactly as long as the
 //! stream: when the client closes it, the session is deleted. The stream is kept alive by the
@@ -95,7 +97,17 @@ pub async fn open(
         return Err(Error::Internal);
     }
 
-    handshake::register_holder(transport, owner, &id).await;
+    // With several instances, `POST …/messages` reaches this stream only through its holder
+    // registration, and an instance that finds none answers 404: a stream that could not be
+    // registered is refused (503, the client reconnects) rather than served unreachable.
+    if transport.bus.is_shared() {
+        if let Err(err) = transport.bus.register_holder(owner, &id).await {
+            tracing::warn!(%err, "legacy stream holder not registered; the stream is refused");
+            transport.streams.close_session(&id);
+            let _ = transport.sessions.delete(&id, owner).await;
+            return Err(Error::Unavailable("stream registry unavailable".into()));
+        }
+    }
     // "Closing the stream ends the session": one small task per legacy stream waits for the
     // connection to go, then deletes the session (the registry drops its streams).
     let writer = opened.writer;
@@ -141,6 +153,19 @@ where
     })?;
     let owner = owner(target, &caller);
     let bound = handshake::validate(transport, session_text.as_bytes(), owner).await?;
+    // This transport answers on the session's `/sse` stream; a session without one (a
+    // Streamable HTTP session, or a legacy one whose stream is gone) has nowhere to be answered,
+    // so it is unknown here and nothing runs. With several instances the stream may be held by
+    // another one (its holder registration says so); the response is then routed there.
+    if transport.streams.legacy(&bound.id).is_none()
+        && !transport
+            .bus
+            .is_held_elsewhere(owner, &bound.id)
+            .await
+            .map_err(|_| Error::Unavailable("stream registry unavailable".into()))?
+    {
+        return Err(handshake::session_not_found());
+    }
     let is_json = parts
         .headers
         .get(http::header::CONTENT_TYPE)

@@ -825,14 +825,31 @@ impl StreamRegistry {
         })
     }
 
-    /// Reserves room for one message on the session's live standalone stream (`Get`, else
-    /// `Legacy`): one frame of the queue and `bytes` of its byte budget (what the caller holds
+    /// A handle on the session's legacy `/sse` stream while it is live: only such a session
+    /// takes messages on `POST …/messages`.
+    pub fn legacy(&self, session: &SessionId) -> Option<StreamWriter> {
+        let stream = {
+            let sessions = self.inner.session_shard(session);
+            let stream = sessions.get(session)?.legacy.as_ref()?;
+            if !stream.is_live(&mut stream.lock()) {
+                return None;
+            }
+            stream.clone()
+        };
+        Some(StreamWriter {
+            stream,
+            registry: self.inner.clone(),
+            finish_on_drop: false,
+    }
+
+    /// Reserves room for one message on the session's live legacy `/sse` stream (where
+    /// `POST …/messages` answers go): one frame of the queue and `bytes` of its byte budget (what the caller holds
     /// until the message is ready), so a request whose answer goes there is refused *before* it
     /// runs when the queue is full ([`StreamError::Full`]) instead of waiting in memory for a
-    /// reader. [`StreamError::Closed`] when no live standalone stream is held here.
+    /// reader. [`StreamError::Closed`] when no live legacy stream is held here.
     pub fn reserve(&self, session: &SessionId, bytes: usize) -> Result<Reservation, StreamError> {
         let stream = self
-            .standalone(session)
+            .legacy(session)
             .map(|writer| Arc::clone(&writer.stream))
             .ok_or(StreamError::Closed)?;
         let state = stream.lock();

@@ -2,11 +2,11 @@
 //! protocol eras, and the per-request era classification (protocol/mcp.md §6.7).
 //!
 //! POST pipeline: [the gate](crate::access) (Origin 403, tenant and client 404, credential
-//! 401/403) → Accept (406) → Content-Type (415) → body (413) → JSON-RPC parse (400, `"id": null`
-//! unless the id could be read) → the called tool's own scope (403) → era:
+//! 401/403) → Accept (406) → Content-Type (415) → body (413) → JSON-RPC parse (400; -32700
+//! with `"id": null`, -32600 with the id when it could be read) → the called tool's own scope (403) → era:
 //! - a body whose `params._meta` names a protocol version, or an `MCP-Protocol-Version` header
-//!   naming a version outside the handshake era (except on `initialize`, which negotiates in the
-//!   body whatever the header says: §8 point 11) → [`stateless`];
+//!   naming a stateless-era version (except on `initialize`, which negotiates in the body
+//!   whatever the header says: §8 point 11) → [`stateless`];
 //! - anything else → [`handshake`].
 //!
 //! GET (standalone stream) and DELETE (session end) belong to the handshake era only.
@@ -27,7 +27,7 @@ use crate::http::response::Body;
 use crate::http::router::allow;
 use crate::http::{body, Error, Target};
 use crate::jsonrpc::{self, ErrorCode, Message, Payload};
-use crate::mcp::{names, Era, HANDSHAKE_VERSIONS};
+use crate::mcp::{names, Era, STATELESS_VERSIONS};
 
 /// Handles one request on the MCP endpoint, after the gate ([`crate::access`]) admitted it:
 /// Origin, tenant and client, and the caller's credential are checked already.
@@ -188,10 +188,15 @@ pub fn classify(parts: &Parts, message: &Message<'_>) -> Era {
     if method == "initialize" {
         return Era::Handshake;
     }
-    // "… or the MCP-Protocol-Version header names a non-handshake version": modern path.
+    // "… or the MCP-Protocol-Version header names a non-handshake version": modern path. That
+    // is read as "names a stateless-era version": a header naming no version this runtime
+    // knows, on a body without the modern envelope, is a handshake-era request with an
+    // unsupported version, which that era refuses with 400 and no id (the runtime document:
+    // input the server cannot accept "is answered with an HTTP error status whose body carries
+    // a JSON-RPC error with no id"; see `handshake::header_version`).
     match parts.headers.get(MCP_PROTOCOL_VERSION) {
         Some(version)
-            if !HANDSHAKE_VERSIONS
+            if STATELESS_VERSIONS
                 .iter()
                 .any(|v| v.as_bytes() == version.as_bytes()) =>
         {

@@ -718,6 +718,13 @@ async fn a_legacy_response_posted_to_another_instance_arrives_on_the_holders_str
     let message = stream.next_message().await;
     assert_eq!(message["id"], 2);
     assert!(message["result"]["content"].is_array(), "{message}");
+    // A Streamable HTTP session has no `/sse` stream on any instance: 404, nothing runs.
+    let streamable = cluster.session(0, &alice).await;
+    for index in 0..3 {
+        legacy_post(cluster.addr(index), &alice, &streamable, CALL)
+            .await
+            .assert_unknown_session("/messages with a Streamable HTTP session");
+    }
     // Posted to the holder itself, it is written there as before.
     let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
     let reply = legacy_post(cluster.addr(0), &alice, &session, ping).await;
@@ -890,7 +897,18 @@ async fn service_recovers_by_itself_after_redis_restarts() {
     let session = cluster.session(1, &alice).await;
     let reply = post(a, &alice, Some(&session), CALL).await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    let mut legacy = SseReader::legacy(a, &alice).await;
+    // A legacy stream is refused (503) until A can register it as the holder again.
+    let mut legacy = tokio::time::timeout(GUARD, async {
+        loop {
+            let legacy = SseReader::legacy(a, &alice).await;
+            if legacy.status != StatusCode::SERVICE_UNAVAILABLE {
+                return legacy;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("legacy streams recover");
     assert!(legacy.next().await.is_some(), "endpoint");
     let legacy_session = legacy.header("mcp-session-id").to_owned();
     let ping = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
@@ -898,6 +916,12 @@ async fn service_recovers_by_itself_after_redis_restarts() {
     let routed = tokio::time::timeout(GUARD, async {
         loop {
             let reply = legacy_post(b, &alice, &legacy_session, ping).await;
+            // B looks the stream's holder up before running anything: while its own Redis
+            // connection is still coming back that is a 503 the client retries.
+            if reply.status == StatusCode::SERVICE_UNAVAILABLE {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
             assert_eq!(reply.status, StatusCode::ACCEPTED);
             if let Ok(message) =
                 tokio::time::timeout(Duration::from_millis(500), legacy.next_message()).await

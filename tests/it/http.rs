@@ -344,12 +344,15 @@ async fn protocol_version_header() {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{version}");
     }
-    // A header naming any other version routes the request to the stateless era
-    // (protocol/mcp.md §6.7), whose first rung wants the `_meta` envelope this ping lacks:
-    // -32602 on 400, with the id (tests/it/mcp_http.rs has the whole ladder).
-    for version in ["2026-07-28", "2025-01-01", "", "latest"] {
+    // A header naming a stateless-era version routes the request to that era (protocol/mcp.md
+    // §6.7), whose first rung wants the `_meta` envelope this ping lacks: -32602 on 400, with
+    // the id (tests/it/mcp_http.rs has the whole ladder).
+    let reply = post_mcp(server.addr, &[("mcp-protocol-version", "2026-07-28")], PING).await;
+    reply.assert_error(400, -32602, json!(1));
+    // Any other version is unsupported in the handshake era: 400 with no id.
+    for version in ["2025-01-01", "", "latest"] {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
-        reply.assert_error(400, -32602, json!(1));
+        reply.assert_error(400, -32000, Value::Null);
     }
 }
 

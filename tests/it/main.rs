@@ -11,6 +11,7 @@ mod federation;
 mod hardening_conn;
 mod hardening_fed;
 mod hardening_gate;
+mod hardening_input;
 mod hardening_streams;
 mod http;
 mod invoke;
