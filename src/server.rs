@@ -31,6 +31,7 @@ use crate::http::router::{self, Route};
 use crate::http::{guard, server, Drain, Error, Limits};
 use crate::invoke::correlation::external_from_headers;
 use crate::invoke::{Invoker, InvokerConfig, EXTERNAL_CORRELATION_ID_HEADER};
+use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::{Dispatcher, DispatcherConfig, Era, ListChanged, SourceResultsAdvert};
 use crate::metrics::{MethodLabel, Metrics, RouteLabel};
 use crate::rest::Rest;
@@ -159,6 +160,10 @@ impl ServeConfig {
                 idle: Duration::from_secs(settings.session_idle_secs),
                 init_timeout: Duration::from_secs(settings.session_init_timeout_secs),
                 max_per_tenant: settings.max_sessions_per_tenant,
+                max_per_caller: settings.max_sessions_per_caller.unwrap_or(
+                    crate::session::DEFAULT_MAX_SESSIONS_PER_CALLER
+                        .min(settings.max_sessions_per_tenant),
+                ),
             },
             streams: StreamConfig {
                 instance: settings.instance_id.clone(),
@@ -515,7 +520,8 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         Route::Readyz => match state.mcp.sessions.ping().await {
             Ok(()) => Ok(response::text(StatusCode::OK, "ready")),
             Err(err) => {
-                tracing::warn!(%err, "not ready: session store unreachable");
+                // Probes come every few seconds from every balancer: one line per interval.
+                warn_limited!("", Kind::NotReady, %err, "not ready: session store unreachable");
                 Err(Error::Unavailable("session store unreachable".into()))
             }
         },

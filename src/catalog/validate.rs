@@ -234,6 +234,18 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             "queue must be at least 1",
         );
     }
+    if let Some(per_caller) = config.server.max_sessions_per_caller {
+        if per_caller > config.server.max_sessions_per_tenant {
+            report.push(
+                &Loc::root().with("server", "max_sessions_per_caller"),
+                format!(
+                    "max_sessions_per_caller ({per_caller}) must not exceed \
+                     max_sessions_per_tenant ({})",
+                    config.server.max_sessions_per_tenant
+                ),
+            );
+        }
+    }
     check_cluster(&mut report, &config.cluster);
 
     let mut tenant_ids = HashSet::new();
@@ -819,6 +831,20 @@ id = "crm"
                 "section 'cluster': command_timeout_ms must be at least 1",
                 "section 'cluster': holder_ttl_secs must be at least 3 (registrations are refreshed every third of it)",
             ],
+        );
+    }
+
+    #[test]
+    fn the_caller_session_cap_fits_in_the_tenant_cap() {
+        let server = |text: &str| format!("[server]\n{text}\n");
+        check(&server("max_sessions_per_tenant = 5"), &[]);
+        check(
+            &server("max_sessions_per_tenant = 5\nmax_sessions_per_caller = 5"),
+            &[],
+        );
+        check(
+            &server("max_sessions_per_caller = 10001"),
+            &["server 'max_sessions_per_caller': max_sessions_per_caller (10001) must not exceed max_sessions_per_tenant (10000)"],
         );
     }
 

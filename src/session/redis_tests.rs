@@ -86,6 +86,7 @@ fn limits(idle_ms: u64, init_ms: u64, max_per_tenant: usize) -> SessionConfig {
         idle: Duration::from_millis(idle_ms),
         init_timeout: Duration::from_millis(init_ms),
         max_per_tenant,
+        max_per_caller: max_per_tenant,
     }
 }
 
@@ -319,6 +320,68 @@ async fn tenant_cap_holds_under_concurrent_creates_from_three_instances() {
     assert_eq!(
         counts,
         vec![("t".to_owned(), CAP as i64), ("t2".to_owned(), 1)]
+    );
+    cleanup(&config).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn caller_cap_holds_under_concurrent_creates_from_three_instances() {
+    let Some(config) = redis_or_skip("callercap").await else {
+        return;
+    };
+    const PER_CALLER: usize = 4;
+    let limits = SessionConfig {
+        max_per_caller: PER_CALLER,
+        ..limits(100_000, 300, 100)
+    };
+    let instances = [
+        Arc::new(store(&config, limits).await),
+        Arc::new(store(&config, limits).await),
+        Arc::new(store(&config, limits).await),
+    ];
+    let tasks: Vec<_> = (0..30)
+        .map(|n| {
+            let store = instances[n % 3].clone();
+            tokio::spawn(async move { store.create(new(A)).await })
+        })
+        .collect();
+    let mut created = Vec::new();
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(id) => created.push(id),
+            Err(SessionError::CallerCapReached { cap: PER_CALLER }) => {}
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(created.len(), PER_CALLER, "exactly the caller cap");
+    // Other callers of the tenant (another caller id, or the same id under another client)
+    // still get theirs.
+    instances[1]
+        .create(new(Owner::new("t", "c", "bob")))
+        .await
+        .unwrap();
+    instances[2]
+        .create(new(Owner::new("t", "c2", "anonymous")))
+        .await
+        .unwrap();
+    // A delete (from any instance) frees one slot of the caller's.
+    instances[2].delete(&created[0], A).await.unwrap();
+    instances[0].create(new(A)).await.unwrap();
+    assert_eq!(
+        instances[1].create(new(A)).await,
+        Err(SessionError::CallerCapReached { cap: PER_CALLER })
+    );
+    // An expired (never initialized) session frees its slot too; a validated one keeps it:
+    // validation moves its expiry in the caller's set as well.
+    instances[0].mark_initialized(&created[1], A).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(instances[1].validate(&created[1], A).await.is_ok());
+    for _ in 0..PER_CALLER - 1 {
+        instances[2].create(new(A)).await.unwrap();
+    }
+    assert_eq!(
+        instances[0].create(new(A)).await,
+        Err(SessionError::CallerCapReached { cap: PER_CALLER })
     );
     cleanup(&config).await;
 }
