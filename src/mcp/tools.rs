@@ -30,6 +30,7 @@ use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
 use crate::invoke::{CorrelationPolicy, ErrorClass};
 use crate::jsonrpc::Payload;
+use crate::log_limit::{warn_limited, Kind};
 
 // === tools/list ===
 
@@ -135,11 +136,16 @@ pub(crate) async fn call(
     let reply = match result {
         Ok(output) => success(d, scope, &output.body, output.is_object),
         Err(err) => {
+            // Rate-limited per tenant and kind: a dead downstream fails every call.
             match err.class() {
                 ErrorClass::InvalidArguments => {}
-                ErrorClass::Timeout | ErrorClass::Downstream => {
-                    tracing::warn!(tool = %tool.name, error = %err, "tool call failed downstream");
-                }
+                ErrorClass::Timeout | ErrorClass::Downstream => warn_limited!(
+                    scope.tenant,
+                    Kind::ToolCallFailed,
+                    tool = %tool.name,
+                    error = %err,
+                    "tool call failed downstream"
+                ),
             }
             failure(d, scope, &err.safe_message())
         }

@@ -36,6 +36,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::log_limit::{warn_limited, Kind};
 use bytes::{BufMut, Bytes, BytesMut};
 use redis::aio::ConnectionManager;
 use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind, RedisResult, Script, Value};
@@ -284,14 +285,24 @@ impl Receiver {
                     }
                 }
                 Ok(_) => tracing::debug!("backplane message for a stream not held here"),
-                Err(error) => tracing::warn!(%error, "malformed backplane message dropped"),
+                Err(error) => warn_limited!(
+                    "",
+                    Kind::MalformedBackplane,
+                    %error,
+                    "malformed backplane message dropped"
+                ),
             }
         } else if *channel == self.broadcast_channel {
             if payload.first() == Some(&KIND_RELOAD) {
                 match decode_reload(payload) {
                     Ok((origin, _)) if origin == self.instance_id.as_slice() => {}
                     Ok((_, version)) => self.inbox.config_changed(version),
-                    Err(error) => tracing::warn!(%error, "malformed configuration notice"),
+                    Err(error) => warn_limited!(
+                        "",
+                        Kind::MalformedBackplane,
+                        %error,
+                        "malformed configuration notice"
+                    ),
                 }
                 return;
             }
@@ -299,7 +310,12 @@ impl Receiver {
                 Ok(tenant) => {
                     self.inbox.invalidate(tenant);
                 }
-                Err(error) => tracing::warn!(%error, "malformed backplane broadcast dropped"),
+                Err(error) => warn_limited!(
+                    "",
+                    Kind::MalformedBackplane,
+                    %error,
+                    "malformed backplane broadcast dropped"
+                ),
             }
         }
     }

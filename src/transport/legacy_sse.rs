@@ -34,6 +34,7 @@ use crate::http::response::{self, Body};
 use crate::http::{Error, Target};
 use crate::invoke::CallContext;
 use crate::jsonrpc::{self, Message};
+use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::{Era, NotificationEffect, Reply, Scope};
 use crate::session::{Handshake, NewSession, Owner};
 
@@ -220,7 +221,7 @@ where
                     // The stream is held by another instance: route the response there. No
                     // holder (the client left): the response has nowhere to go.
                     if let Err(err) = transport.bus.publish(owner, &bound.id, out.freeze()).await {
-                        tracing::warn!(%err, "legacy response not routed to its stream");
+                        warn_limited!(&tenant, Kind::Unrouted, %err, "legacy response not routed to its stream");
                     }
                 }
             });

@@ -7,6 +7,7 @@ mod catalog;
 mod cli;
 mod cluster;
 mod federation;
+mod hardening_cluster;
 mod http;
 mod invoke;
 mod jsonrpc;
