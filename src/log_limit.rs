@@ -40,8 +40,10 @@ pub enum Kind {
     ToolCallFailed,
     /// A request named a live session of another caller.
     ForeignSession,
-    /// `/readyz` found the shared session store or backplane unavailable.
+    /// `/readyz` found the shared session store or the backplane not answering.
     NotReady,
+    /// `/readyz` found the backplane subscriptions not (yet) re-established.
+    NotSubscribed,
     /// A legacy response could not be routed to the instance holding its stream.
     Unrouted,
     /// A stream-holder registration or a remote close did not reach Redis.

@@ -518,6 +518,23 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         // A shared session store that does not answer makes this instance unready (nothing
         // to check for the process-local one).
         Route::Readyz => match state.mcp.sessions.ping().await {
+            // The backplane has connections of its own: its commands must work too.
+            Ok(()) if state.mcp.bus.ping().await.is_err() => {
+                warn_limited!("", Kind::NotReady, "not ready: backplane unreachable");
+                Err(Error::Unavailable("backplane unreachable".into()))
+            }
+            // Commands work again after a Redis restart before the subscriptions are renewed;
+            // until they are, messages routed to this instance would be lost.
+            Ok(()) if !state.mcp.bus.is_ready() => {
+                warn_limited!(
+                    "",
+                    Kind::NotSubscribed,
+                    "not ready: backplane subscriptions not established"
+                );
+                Err(Error::Unavailable(
+                    "backplane subscriptions not established".into(),
+                ))
+            }
             Ok(()) => Ok(response::text(StatusCode::OK, "ready")),
             Err(err) => {
                 // Probes come every few seconds from every balancer: one line per interval.

@@ -731,6 +731,81 @@ async fn the_subscription_comes_back_after_losing_its_connection() {
     cleanup(&config).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_not_listening_is_unreachable_and_a_patient_publish_waits_for_it() {
+    let Some(config) = redis_or_skip("patient").await else {
+        return;
+    };
+    let a = Arc::new(
+        RedisBackplane::connect(&config, "a", Arc::new(Recorder::default()))
+            .await
+            .unwrap(),
+    );
+    assert!(a.is_subscribed(), "subscribed once connected");
+    // "ghost" holds the stream but does not listen (as a holder does while its subscription
+    // is renewed after a Redis restart): unreachable, and a plain publish is not a delivery.
+    let session = SessionId::random();
+    let holder_key = format!(
+        "{}holder:t:c:anonymous:{}",
+        config.namespace(),
+        session.encode().as_str()
+    );
+    let client = ::redis::Client::open(config.url.as_str()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    connection
+        .set_ex::<_, _, ()>(&holder_key, "ghost", 30)
+        .await
+        .unwrap();
+    assert_eq!(a.reachable(A, &session).await, Ok(false));
+    assert_eq!(a.publish(A, &session, b"lost").await, Ok(false));
+
+    // A patient publish waits until the holder listens again, then delivers once.
+    let patient = {
+        let a = Arc::clone(&a);
+        tokio::spawn(async move { a.publish_patiently(A, &session, b"late").await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let inbox = Arc::new(Recorder::default());
+    let ghost = RedisBackplane::connect(&config, "ghost", inbox.clone())
+        .await
+        .unwrap();
+    ghost.register_holder(A, &session).await.unwrap();
+    assert_eq!(patient.await.unwrap(), Ok(true));
+    eventually(|| !inbox.delivered.lock().unwrap().is_empty()).await;
+    assert_eq!(
+        *inbox.delivered.lock().unwrap(),
+        vec![(session, b"late".to_vec())]
+    );
+    assert_eq!(a.reachable(A, &session).await, Ok(true));
+
+    // Nobody holds it: given up at once. A holder that never listens: given up after the
+    // holder TTL.
+    ghost.unregister(A, &session).await.unwrap();
+    assert_eq!(a.reachable(A, &session).await, Ok(false));
+    assert_eq!(a.publish_patiently(A, &session, b"x").await, Ok(false));
+    let impatient = RedisBackplane::connect(
+        &RedisConfig {
+            holder_ttl: Duration::from_millis(300),
+            ..config.clone()
+        },
+        "impatient",
+        Arc::new(Recorder::default()),
+    )
+    .await
+    .unwrap();
+    connection
+        .set_ex::<_, _, ()>(&holder_key, "ghost2", 30)
+        .await
+        .unwrap();
+    let gave_up = tokio::time::timeout(
+        Duration::from_secs(5),
+        impatient.publish_patiently(A, &session, b"x"),
+    )
+    .await;
+    assert_eq!(gave_up, Ok(Ok(false)));
+    cleanup(&config).await;
+}
+
 #[tokio::test]
 async fn a_stream_replaced_on_another_instance_gets_the_message_there() {
     let Some(config) = redis_or_skip("moved").await else {
