@@ -181,7 +181,9 @@ fn a_caller_cap_above_the_tenant_cap_is_refused_at_load() {
     let text = "[server]\nmax_sessions_per_tenant = 5\nmax_sessions_per_caller = 6\n\
                 [[tenant]]\nid = \"t\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"c\"\n";
     let config = sluice::catalog::load::parse(text, "test").expect("parses");
-    let report = Catalog::from_config(&config).err().expect("refused");
+    let Err(report) = Catalog::from_config(&config) else {
+        panic!("a caller cap above the tenant cap was accepted");
+    };
     assert!(
         report.to_string().contains("max_sessions_per_caller"),
         "{report}"
