@@ -16,6 +16,7 @@
 //! - [`access`]: the gate every tenant-scoped request passes (Origin, tenant, credential, scopes).
 //! - [`audit`]: audit records and their bounded background writer.
 //! - [`metrics`]: the Prometheus registry behind `/metrics`.
+//! - [`log_limit`]: repeated warnings rate-limited per tenant and kind (bounded, lock-sharded).
 //! - [`federation`]: federated reads fanned out over provider sources, their source events and
 //!   the identity merge (`bos/source-results/v1`).
 //! - [`bos`]: the BOS platform pieces: contexts, signed context handles, platform tools, the
@@ -39,6 +40,7 @@ pub mod federation;
 pub mod http;
 pub mod invoke;
 pub mod jsonrpc;
+pub mod log_limit;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;

@@ -219,6 +219,9 @@ fn init_logs(settings: &LogSettings) {
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(&settings.level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    sluice::log_limit::limiter().set_interval(std::time::Duration::from_millis(
+        settings.repeat_interval_ms,
+    ));
     match settings.format {
         LogFormat::Json => builder.json().with_current_span(false).init(),
         LogFormat::Text => builder.init(),

@@ -32,6 +32,7 @@ use crate::http::router::{self, Route};
 use crate::http::{server, Drain, Error, Limits};
 use crate::invoke::correlation::external_from_headers;
 use crate::invoke::{Invoker, InvokerConfig, EXTERNAL_CORRELATION_ID_HEADER};
+use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::{Dispatcher, DispatcherConfig, Era, ListChanged, SourceResultsAdvert};
 use crate::metrics::{MethodLabel, Metrics, RouteLabel};
 use crate::rest::Rest;
@@ -169,6 +170,10 @@ impl ServeConfig {
                 idle: Duration::from_secs(settings.session_idle_secs),
                 init_timeout: Duration::from_secs(settings.session_init_timeout_secs),
                 max_per_tenant: settings.max_sessions_per_tenant,
+                max_per_caller: settings.max_sessions_per_caller.unwrap_or(
+                    crate::session::DEFAULT_MAX_SESSIONS_PER_CALLER
+                        .min(settings.max_sessions_per_tenant),
+                ),
             },
             streams: StreamConfig {
                 instance: settings.instance_id.clone(),
@@ -543,9 +548,27 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         // A shared session store that does not answer makes this instance unready (nothing
         // to check for the process-local one).
         Route::Readyz => match state.mcp.sessions.ping().await {
+            // The backplane has connections of its own: its commands must work too.
+            Ok(()) if state.mcp.bus.ping().await.is_err() => {
+                warn_limited!("", Kind::NotReady, "not ready: backplane unreachable");
+                Err(Error::Unavailable("backplane unreachable".into()))
+            }
+            // Commands work again after a Redis restart before the subscriptions are renewed;
+            // until they are, messages routed to this instance would be lost.
+            Ok(()) if !state.mcp.bus.is_ready() => {
+                warn_limited!(
+                    "",
+                    Kind::NotSubscribed,
+                    "not ready: backplane subscriptions not established"
+                );
+                Err(Error::Unavailable(
+                    "backplane subscriptions not established".into(),
+                ))
+            }
             Ok(()) => Ok(response::text(StatusCode::OK, "ready")),
             Err(err) => {
-                tracing::warn!(%err, "not ready: session store unreachable");
+                // Probes come every few seconds from every balancer: one line per interval.
+                warn_limited!("", Kind::NotReady, %err, "not ready: session store unreachable");
                 Err(Error::Unavailable("session store unreachable".into()))
             }
         },

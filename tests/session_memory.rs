@@ -82,6 +82,8 @@ fn memory_per_session_and_stream() {
 async fn sessions() {
     let store = LocalStore::new(SessionConfig {
         idle: Duration::from_secs(60),
+        // One caller holds them all here.
+        max_per_caller: N_SESSIONS,
         ..SessionConfig::default()
     });
     let before = live();

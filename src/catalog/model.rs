@@ -92,6 +92,10 @@ pub struct ServerSettings {
     pub session_init_timeout_secs: u64,
     /// Most live sessions per tenant; `initialize` past it is refused (503).
     pub max_sessions_per_tenant: usize,
+    /// Most live sessions per caller (tenant, client and caller id; every anonymous caller of a
+    /// client is one caller); `initialize` past it is refused (429). Unset: 100, or the tenant
+    /// cap when that is lower.
+    pub max_sessions_per_caller: Option<usize>,
     /// How long a finished POST stream stays resumable, in seconds.
     pub retain_secs: u64,
     /// Most frames a stream retains for `Last-Event-ID` replay; older frames age out.
@@ -262,6 +266,10 @@ pub struct LogSettings {
     pub format: LogFormat,
     /// A `tracing` filter, e.g. `info` or `sluice=debug,hyper=warn`.
     pub level: String,
+    /// A warning a request can repeat (downstream failure, foreign session, store
+    /// unreachable…) is printed at most once per tenant and kind in this many milliseconds; the
+    /// next printed one carries `suppressed`, how many were dropped. 0 prints every one.
+    pub repeat_interval_ms: u64,
 }
 
 impl Default for LogSettings {
@@ -269,6 +277,7 @@ impl Default for LogSettings {
         Self {
             format: LogFormat::Text,
             level: "info".to_owned(),
+            repeat_interval_ms: 1_000,
         }
     }
 }
@@ -322,6 +331,7 @@ impl Default for ServerSettings {
             session_idle_secs: 30 * 60,
             session_init_timeout_secs: 60,
             max_sessions_per_tenant: 10_000,
+            max_sessions_per_caller: None,
             retain_secs: 60,
             retain_events: 256,
             instance_id: None,

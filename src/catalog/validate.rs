@@ -287,6 +287,18 @@ pub fn validate(config: &Config) -> Result<Validated, Report> {
             "queue must be at least 1",
         );
     }
+    if let Some(per_caller) = config.server.max_sessions_per_caller {
+        if per_caller > config.server.max_sessions_per_tenant {
+            report.push(
+                &Loc::root().with("server", "max_sessions_per_caller"),
+                format!(
+                    "max_sessions_per_caller ({per_caller}) must not exceed \
+                     max_sessions_per_tenant ({})",
+                    config.server.max_sessions_per_tenant
+                ),
+            );
+        }
+    }
     check_cluster(&mut report, &config.cluster);
     check_federated_limits(&mut report, &config.server);
     check_connection_timeouts(&mut report, &config.server);
@@ -911,6 +923,20 @@ id = "crm"
                 "server 'idle_connection_secs': must be at least 1 (0 would close every connection at once)",
                 "server 'body_read_timeout_secs': must be at least 1 (0 would close every connection at once)",
             ],
+        );
+    }
+
+    #[test]
+    fn the_caller_session_cap_fits_in_the_tenant_cap() {
+        let server = |text: &str| format!("[server]\n{text}\n");
+        check(&server("max_sessions_per_tenant = 5"), &[]);
+        check(
+            &server("max_sessions_per_tenant = 5\nmax_sessions_per_caller = 5"),
+            &[],
+        );
+        check(
+            &server("max_sessions_per_caller = 10001"),
+            &["server 'max_sessions_per_caller': max_sessions_per_caller (10001) must not exceed max_sessions_per_tenant (10000)"],
         );
     }
 

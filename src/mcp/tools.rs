@@ -32,6 +32,7 @@ use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
 use crate::invoke::{CorrelationPolicy, ErrorClass};
 use crate::jsonrpc::{echo, Payload};
+use crate::log_limit::{warn_limited, Kind};
 
 // === tools/list ===
 
@@ -143,11 +144,16 @@ pub(crate) async fn call(
             return Err(McpError::InvalidParams(err.safe_message()));
         }
         Err(err) => {
+            // Rate-limited per tenant and kind: a dead downstream fails every call.
             match err.class() {
                 ErrorClass::InvalidArguments => {}
-                ErrorClass::Timeout | ErrorClass::Downstream | ErrorClass::Busy => {
-                    tracing::warn!(tool = %tool.name, error = %err, "tool call failed downstream");
-                }
+                ErrorClass::Timeout | ErrorClass::Downstream | ErrorClass::Busy => warn_limited!(
+                    scope.tenant,
+                    Kind::ToolCallFailed,
+                    tool = %tool.name,
+                    error = %err,
+                    "tool call failed downstream"
+                ),
             }
             failure(d, scope, &err.safe_message())
         }

@@ -34,6 +34,7 @@ use crate::invoke::{
     EXTERNAL_CORRELATION_ID_HEADER,
 };
 use crate::jsonrpc::{self, ErrorCode};
+use crate::log_limit::{warn_limited, Kind};
 
 /// Response header carrying the execution id the runtime generated for a call.
 pub const EXECUTION_ID_HEADER: &str = "x-execution-id";
@@ -262,7 +263,7 @@ impl Rest {
             .invoker
             .call(&target.tenant, &tool.plan, &policy, ctx, &args)
             .await
-            .map_err(invoke_error)?;
+            .map_err(|err| invoke_error(&target.tenant, err))?;
         if log_payloads {
             logged.response = Some(output.body.clone());
         }
@@ -331,20 +332,26 @@ fn discover(
 }
 
 /// How an invocation failure is answered on the REST surface.
-fn invoke_error(err: InvokeError) -> Error {
+/// The warning is rate-limited per tenant: a dead downstream fails every call.
+fn invoke_error(tenant: &str, err: InvokeError) -> Error {
     let message = err.safe_message();
     match err.class() {
         ErrorClass::InvalidArguments => invalid_arguments(message),
         ErrorClass::Timeout => {
-            tracing::warn!(error = %err, "downstream timeout");
+            warn_limited!(tenant, Kind::DownstreamTimeout, error = %err, "downstream timeout");
             Error::GatewayTimeout { message, id: None }
         }
         ErrorClass::Downstream => {
-            tracing::warn!(error = %err, "downstream failure");
+            warn_limited!(tenant, Kind::DownstreamFailure, error = %err, "downstream failure");
             Error::BadGateway { message, id: None }
         }
         ErrorClass::Busy => {
-            tracing::warn!(error = %err, "downstream answer refused: answer budget exhausted");
+            warn_limited!(
+                tenant,
+                Kind::DownstreamFailure,
+                error = %err,
+                "downstream answer refused: answer budget exhausted"
+            );
             Error::Unavailable(message)
         }
     }

@@ -137,6 +137,50 @@ impl Bus {
         }
     }
 
+    /// Whether the bus answers now (`/readyz`): always locally, a `PING` on Redis.
+    pub async fn ping(&self) -> Result<(), BackplaneError> {
+        match self {
+            Self::Local(_) => Ok(()),
+            Self::Redis(redis) => redis.ping().await,
+        }
+    }
+
+    /// Whether messages published to this instance are heard now (`/readyz`): always locally;
+    /// on Redis, once the subscriptions are (re-)established after a (re)connect.
+    pub fn is_ready(&self) -> bool {
+        match self {
+            Self::Local(_) => true,
+            Self::Redis(redis) => redis.is_subscribed(),
+        }
+    }
+
+    /// Whether a message for `session`'s stream, held by another instance, can be delivered
+    /// now (see [`RedisBackplane::reachable`]); always locally (nothing travels).
+    pub async fn reachable(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<bool, BackplaneError> {
+        match self {
+            Self::Local(_) => Ok(true),
+            Self::Redis(redis) => redis.reachable(owner, session).await,
+        }
+    }
+
+    /// [`Bus::publish`] of a message a client was promised, retried while its holder is
+    /// registered but not listening yet (see [`RedisBackplane::publish_patiently`]).
+    pub async fn publish_patiently(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+        message: Bytes,
+    ) -> Result<bool, BackplaneError> {
+        match self {
+            Self::Local(local) => local.publish(owner, session, message).await,
+            Self::Redis(redis) => redis.publish_patiently(owner, session, &message).await,
+        }
+    }
+
     /// See [`Backplane::broadcast_invalidation`].
     pub async fn broadcast_invalidation(&self, tenant: &str) -> Result<(), BackplaneError> {
         match self {

@@ -1,13 +1,14 @@
 //! The process-local session store: sharded maps in memory (the embedded, single-instance mode).
 //!
-//! Owns session records of this process, idle and init-timeout expiry, and the per-tenant cap.
+//! Owns session records of this process, idle and init-timeout expiry, and the per-tenant and
+//! per-caller caps.
 //! Must not hold sockets or know about streams: the sweeper (in `transport::stream`) asks
 //! [`LocalStore::expire`] for expired ids and closes their streams itself.
 //!
 //! Concurrency: records live in [`SESSION_SHARDS`] maps, each behind its own `std` mutex, picked
-//! by the id's random bits, so requests of different sessions rarely contend. The per-tenant
-//! counts live behind one more mutex, taken only by create, delete and expiry (never by
-//! validation). No lock is held across an `.await` and no two locks are held at once.
+//! by the id's random bits, so requests of different sessions rarely contend. The per-tenant and
+//! per-caller counts live behind one more mutex, taken only by create, delete and expiry (never
+//! by validation), so both caps are checked and counted in one step. No lock is held across an `.await` and no two locks are held at once.
 
 use std::collections::HashMap;
 use std::future::{ready, Future};
@@ -17,7 +18,7 @@ use tokio::time::Instant;
 
 use super::id::IdHashBuilder;
 use super::{
-    Handshake, NewSession, Owner, SessionConfig, SessionError, SessionId, SessionInfo,
+    Handshake, NewSession, Owner, OwnerKey, SessionConfig, SessionError, SessionId, SessionInfo,
     SessionRecord, SessionStore,
 };
 
@@ -38,8 +39,8 @@ type Shard = HashMap<SessionId, SessionRecord, IdHashBuilder>;
 pub struct LocalStore {
     /// Records, spread by [`SessionId::shard64`].
     shards: Box<[Mutex<Shard>]>,
-    /// Live sessions per tenant; an entry is removed when its count drops to zero.
-    tenants: Mutex<HashMap<Box<str>, usize>>,
+    /// Live sessions per tenant and per caller.
+    counts: Mutex<Counts>,
     config: SessionConfig,
 }
 
@@ -51,7 +52,7 @@ impl LocalStore {
             .collect();
         Self {
             shards,
-            tenants: Mutex::new(HashMap::new()),
+            counts: Mutex::new(Counts::default()),
             config,
         }
     }
@@ -63,7 +64,7 @@ impl LocalStore {
 
     /// See [`SessionStore::create`].
     pub fn create(&self, new: NewSession<'_>) -> Result<SessionId, SessionError> {
-        self.reserve_slot(new.owner.tenant)?;
+        self.reserve_slot(new.owner)?;
         let now = Instant::now();
         let mut shard_id;
         loop {
@@ -117,7 +118,7 @@ impl LocalStore {
             return Err(SessionError::NotFound);
         };
         let expired = record.is_expired(Instant::now(), self.config.idle, self.config.init_timeout);
-        self.release_slot(record.owner.get().tenant);
+        self.release_slot(&record.owner);
         // An expired session was already gone as far as clients can tell.
         if expired {
             Err(SessionError::NotFound)
@@ -128,7 +129,8 @@ impl LocalStore {
 
     /// Live sessions per tenant (what the per-tenant cap counts).
     pub fn counts(&self) -> Vec<(String, i64)> {
-        lock(&self.tenants)
+        lock(&self.counts)
+            .tenants
             .iter()
             .map(|(tenant, n)| (tenant.to_string(), i64::try_from(*n).unwrap_or(i64::MAX)))
             .collect()
@@ -136,7 +138,7 @@ impl LocalStore {
 
     /// See [`SessionStore::count`].
     pub fn count(&self, tenant: &str) -> usize {
-        lock(&self.tenants).get(tenant).copied().unwrap_or(0)
+        lock(&self.counts).tenants.get(tenant).copied().unwrap_or(0)
     }
 
     /// Sessions held, all tenants (metrics and tests).
@@ -153,7 +155,7 @@ impl LocalStore {
     pub fn expire(&self) -> Vec<SessionId> {
         let now = Instant::now();
         let mut expired_ids = Vec::new();
-        let mut released: HashMap<Box<str>, usize> = HashMap::new();
+        let mut released: HashMap<OwnerKey, usize> = HashMap::new();
         for shard in self.shards.iter() {
             let mut shard = lock(shard);
             let before = expired_ids.len();
@@ -161,9 +163,7 @@ impl LocalStore {
                 let expired = record.is_expired(now, self.config.idle, self.config.init_timeout);
                 if expired {
                     expired_ids.push(*id);
-                    *released
-                        .entry(record.owner.get().tenant.into())
-                        .or_default() += 1;
+                    *released.entry(record.owner.clone()).or_default() += 1;
                 }
                 !expired
             });
@@ -172,16 +172,12 @@ impl LocalStore {
             }
         }
         if !released.is_empty() {
-            let mut tenants = lock(&self.tenants);
-            for (tenant, n_released) in released {
-                if let Some(count) = tenants.get_mut(&tenant) {
-                    *count = count.saturating_sub(n_released);
-                    if *count == 0 {
-                        tenants.remove(&tenant);
-                    }
-                }
+            let mut counts = lock(&self.counts);
+            for (owner, n_released) in released {
+                counts.release(&owner, n_released);
             }
-            shrink_if_sparse(&mut tenants);
+            shrink_if_sparse(&mut counts.tenants);
+            shrink_if_sparse(&mut counts.callers);
         }
         expired_ids
     }
@@ -217,7 +213,7 @@ impl LocalStore {
             let removed = shard.remove(id);
             drop(shard);
             if let Some(record) = removed {
-                self.release_slot(record.owner.get().tenant);
+                self.release_slot(&record.owner);
             }
             return Err(SessionError::NotFound);
         }
@@ -225,31 +221,65 @@ impl LocalStore {
         Ok(apply(record))
     }
 
-    /// Counts one more session for `tenant`, or refuses when the cap is reached. The check and
-    /// the increment happen under one lock, so concurrent creates never exceed the cap.
-    fn reserve_slot(&self, tenant: &str) -> Result<(), SessionError> {
-        let cap = self.config.max_per_tenant;
-        let mut tenants = lock(&self.tenants);
-        match tenants.get_mut(tenant) {
-            Some(count) if *count >= cap => Err(SessionError::TenantCapReached { cap }),
-            Some(count) => {
-                *count += 1;
-                Ok(())
-            }
-            None if cap == 0 => Err(SessionError::TenantCapReached { cap }),
+    /// Counts one more session for `owner`'s tenant and caller, or refuses when either cap is
+    /// reached (the tenant's first). The checks and the increments happen under one lock, so
+    /// concurrent creates never exceed either cap.
+    fn reserve_slot(&self, owner: Owner<'_>) -> Result<(), SessionError> {
+        let SessionConfig {
+            max_per_tenant,
+            max_per_caller,
+            ..
+        } = self.config;
+        let key = OwnerKey::new(owner);
+        let mut counts = lock(&self.counts);
+        let tenant_count = counts.tenants.get(owner.tenant).copied().unwrap_or(0);
+        if tenant_count >= max_per_tenant {
+            return Err(SessionError::TenantCapReached {
+                cap: max_per_tenant,
+            });
+        }
+        let caller_count = counts.callers.get(&key).copied().unwrap_or(0);
+        if caller_count >= max_per_caller {
+            return Err(SessionError::CallerCapReached {
+                cap: max_per_caller,
+            });
+        }
+        match counts.tenants.get_mut(owner.tenant) {
+            Some(count) => *count += 1,
             None => {
-                tenants.insert(tenant.into(), 1);
-                Ok(())
+                counts.tenants.insert(owner.tenant.into(), 1);
             }
         }
+        *counts.callers.entry(key).or_default() += 1;
+        Ok(())
     }
 
-    fn release_slot(&self, tenant: &str) {
-        let mut tenants = lock(&self.tenants);
-        if let Some(count) = tenants.get_mut(tenant) {
-            *count = count.saturating_sub(1);
+    fn release_slot(&self, owner: &OwnerKey) {
+        lock(&self.counts).release(owner, 1);
+    }
+}
+
+/// Live sessions per tenant and per caller; an entry is removed when its count drops to zero.
+#[derive(Debug, Default)]
+struct Counts {
+    tenants: HashMap<Box<str>, usize>,
+    callers: HashMap<OwnerKey, usize>,
+}
+
+impl Counts {
+    /// Uncounts `n` sessions of `owner`.
+    fn release(&mut self, owner: &OwnerKey, n: usize) {
+        let tenant = owner.get().tenant;
+        if let Some(count) = self.tenants.get_mut(tenant) {
+            *count = count.saturating_sub(n);
             if *count == 0 {
-                tenants.remove(tenant);
+                self.tenants.remove(tenant);
+            }
+        }
+        if let Some(count) = self.callers.get_mut(owner) {
+            *count = count.saturating_sub(n);
+            if *count == 0 {
+                self.callers.remove(owner);
             }
         }
     }
@@ -336,6 +366,7 @@ mod tests {
             idle: Duration::from_secs(100),
             init_timeout: Duration::from_secs(10),
             max_per_tenant,
+            max_per_caller: max_per_tenant,
         })
     }
 
@@ -387,6 +418,39 @@ mod tests {
         assert_eq!(store.delete(&id, A), Ok(()));
         assert_eq!(store.delete(&id, A), Err(SessionError::NotFound));
         assert_eq!(store.count("t"), 0);
+    }
+
+    #[test]
+    fn the_caller_cap_is_per_caller_and_the_tenant_cap_comes_first() {
+        let store = LocalStore::new(SessionConfig {
+            max_per_tenant: 3,
+            max_per_caller: 2,
+            ..SessionConfig::default()
+        });
+        let bob = Owner::new("t", "c", "bob");
+        let first = store.create(new(A)).unwrap();
+        store.create(new(A)).unwrap();
+        assert_eq!(
+            store.create(new(A)),
+            Err(SessionError::CallerCapReached { cap: 2 })
+        );
+        // Same caller id under another client is another caller.
+        let other_client = Owner::new("t", "c2", "anonymous");
+        store.create(new(other_client)).unwrap();
+        // The tenant is full now: that is what everyone is told.
+        assert_eq!(
+            store.create(new(bob)),
+            Err(SessionError::TenantCapReached { cap: 3 })
+        );
+        assert_eq!(
+            store.create(new(A)),
+            Err(SessionError::TenantCapReached { cap: 3 })
+        );
+        // A freed slot is the caller's again; nothing else leaked.
+        store.delete(&first, A).unwrap();
+        store.create(new(A)).unwrap();
+        assert_eq!(store.count("t"), 3);
+        assert_eq!(lock(&store.counts).callers.len(), 2);
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// [`SessionError::TenantCapReached`].
 pub const DEFAULT_MAX_SESSIONS_PER_TENANT: usize = 10_000;
 
+/// Default per-caller cap on live sessions (a caller is tenant, client and caller id): a create
+/// beyond it fails with [`SessionError::CallerCapReached`], so one caller cannot take the whole
+/// tenant cap. Never more than the tenant cap in force.
+pub const DEFAULT_MAX_SESSIONS_PER_CALLER: usize = 100;
+
 /// Session limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionConfig {
@@ -65,6 +70,8 @@ pub struct SessionConfig {
     pub init_timeout: Duration,
     /// Live sessions allowed per tenant.
     pub max_per_tenant: usize,
+    /// Live sessions allowed per caller (one tenant, client and caller id).
+    pub max_per_caller: usize,
 }
 
 impl Default for SessionConfig {
@@ -73,6 +80,7 @@ impl Default for SessionConfig {
             idle: DEFAULT_SESSION_IDLE,
             init_timeout: DEFAULT_INIT_TIMEOUT,
             max_per_tenant: DEFAULT_MAX_SESSIONS_PER_TENANT,
+            max_per_caller: DEFAULT_MAX_SESSIONS_PER_CALLER,
         }
     }
 }
@@ -91,6 +99,13 @@ pub enum SessionError {
     /// The tenant already holds its maximum number of sessions.
     #[error("tenant session cap reached ({cap})")]
     TenantCapReached {
+        /// The cap in force.
+        cap: usize,
+    },
+    /// The caller (tenant, client, caller id) already holds its maximum number of sessions;
+    /// checked after the tenant cap, so a full tenant reports [`SessionError::TenantCapReached`].
+    #[error("caller session cap reached ({cap})")]
+    CallerCapReached {
         /// The cap in force.
         cap: usize,
     },

@@ -1,6 +1,6 @@
 //! The Redis session store: session records shared by every instance of a deployment.
 //!
-//! Owns the Redis layout of session records and per-tenant caps, the Lua scripts that read and
+//! Owns the Redis layout of session records and per-tenant and per-caller caps, the Lua scripts that read and
 //! change them atomically, the per-command timeout, and [`RedisConfig`]. Must not hold sockets
 //! or know about streams (the backplane in `redis_backplane.rs` routes messages to the instance
 //! holding a stream), and must never block a request past [`RedisConfig::command_timeout`].
@@ -13,6 +13,10 @@
 //! - `sluice:{p}:tenant:{t}:sessions`: a sorted set of the tenant's session ids scored by their
 //!   expiry. The cap counts its members scored after now; every script that moves a session's
 //!   expiry moves its score in the same step, so the count is exact.
+//! - `sluice:{p}:tenant:{t}:sessions:{c}:{s}`: the same for one caller (`{c}` the client, `{s}`
+//!   the caller id, escaped), what the per-caller cap counts. Every script that moves a score in
+//!   the tenant's set moves it in the caller's too; its name extends the tenant set's, so both
+//!   are built in one buffer.
 //! - `sluice:{p}:tenants`: the set of tenants that may hold sessions (for [`RedisStore::counts`]).
 //!
 //! Every read and write of a session is one round trip: a script that checks the owner,
@@ -161,12 +165,14 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 ";
 
-/// Create. KEYS: session, tenant set, tenants. ARGV: cap, idle ms, init ms, tenant, client,
-/// caller, version, client info, capabilities, id.
-/// Returns 0 (created), 1 (cap reached), 2 (id taken).
+/// Create. KEYS: session, tenant set, tenants, caller set. ARGV: tenant cap, idle ms, init ms,
+/// tenant, client, caller, version, client info, capabilities, id, caller cap.
+/// Returns 0 (created), 1 (tenant cap reached), 2 (id taken), 3 (caller cap reached).
 const CREATE: &str = r"
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[1]) then return 1 end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[11]) then return 3 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
 local expires = now + math.min(tonumber(ARGV[2]), tonumber(ARGV[3]))
 redis.call('HSET', KEYS[1], 'tenant', ARGV[4], 'client', ARGV[5], 'caller', ARGV[6],
@@ -175,11 +181,14 @@ redis.call('HSET', KEYS[1], 'tenant', ARGV[4], 'client', ARGV[5], 'caller', ARGV
 redis.call('PEXPIREAT', KEYS[1], expires)
 redis.call('ZADD', KEYS[2], expires, ARGV[10])
 if redis.call('PTTL', KEYS[2]) < expires - now then redis.call('PEXPIREAT', KEYS[2], expires) end
+redis.call('ZADD', KEYS[4], expires, ARGV[10])
+if redis.call('PTTL', KEYS[4]) < expires - now then redis.call('PEXPIREAT', KEYS[4], expires) end
 redis.call('SADD', KEYS[3], ARGV[4])
 return 0
 ";
 
-/// Validate, mark initialized, or set the handshake. KEYS: session, tenant set. ARGV: tenant,
+/// Validate, mark initialized, or set the handshake. KEYS: session, tenant set, caller set.
+/// ARGV: tenant,
 /// client, caller, idle ms, init ms, id, operation (`v`, `i`, `h`), then for `h` version,
 /// client info, capabilities.
 /// Returns `{1}` (not found), `{2}` (foreign), `{0, ms left}` (`i`, `h`) or
@@ -192,6 +201,7 @@ if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] or record[3] ~= ARGV[3] then ret
 if now >= tonumber(record[6]) then
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[2], ARGV[6])
+  redis.call('ZREM', KEYS[3], ARGV[6])
   return {1}
 end
 local initialized = record[5] == '1'
@@ -207,12 +217,14 @@ redis.call('HSET', KEYS[1], 'last_seen', now, 'expires', expires)
 redis.call('PEXPIREAT', KEYS[1], expires)
 redis.call('ZADD', KEYS[2], expires, ARGV[6])
 if redis.call('PTTL', KEYS[2]) < expires - now then redis.call('PEXPIREAT', KEYS[2], expires) end
+redis.call('ZADD', KEYS[3], expires, ARGV[6])
+if redis.call('PTTL', KEYS[3]) < expires - now then redis.call('PEXPIREAT', KEYS[3], expires) end
 if ARGV[7] ~= 'v' then return {0, expires - now} end
 local data = redis.call('HMGET', KEYS[1], 'version', 'client_info', 'capabilities')
 return {0, expires - now, initialized and 1 or 0, data[1], data[2], data[3]}
 ";
 
-/// Delete. KEYS: session, tenant set. ARGV: tenant, client, caller, id.
+/// Delete. KEYS: session, tenant set, caller set. ARGV: tenant, client, caller, id.
 /// Returns 0 (deleted), 1 (not found or already expired), 2 (foreign).
 const DELETE: &str = r"
 local record = redis.call('HMGET', KEYS[1], 'tenant', 'client', 'caller', 'expires')
@@ -220,6 +232,7 @@ if not record[1] then return 1 end
 if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] or record[3] ~= ARGV[3] then return 2 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[4])
+redis.call('ZREM', KEYS[3], ARGV[4])
 if now >= tonumber(record[4]) then return 1 end
 return 0
 ";
@@ -346,17 +359,18 @@ impl RedisStore {
         &self.config
     }
 
-    /// See [`SessionStore::create`]. The cap check, the insert and the count happen in one
-    /// script, so creates from any number of instances never exceed the cap.
+    /// See [`SessionStore::create`]. Both cap checks, the insert and the counts happen in one
+    /// script, so creates from any number of instances never exceed either cap.
     pub async fn create(&self, new: NewSession<'_>) -> Result<SessionId, SessionError> {
-        let tenant_key = self.tenant_key(new.owner.tenant);
+        let keys = self.owner_keys(new.owner);
         for _ in 0..CREATE_ATTEMPTS {
             let id = SessionId::random();
             let encoded = id.encode();
             let mut invocation = self.scripts.create.key(self.session_key(&id));
             invocation
-                .key(&tenant_key)
+                .key(keys.tenant())
                 .key(&self.tenants_key)
+                .key(keys.caller())
                 .arg(self.config.max_per_tenant)
                 .arg(millis(self.config.idle))
                 .arg(millis(self.config.init_timeout))
@@ -366,7 +380,8 @@ impl RedisStore {
                 .arg(new.version)
                 .arg(new.client_info)
                 .arg(new.capabilities)
-                .arg(encoded.as_str());
+                .arg(encoded.as_str())
+                .arg(self.config.max_per_caller);
             let mut connection = self.connection.clone();
             let outcome: i64 = bounded(
                 self.command_timeout,
@@ -382,6 +397,11 @@ impl RedisStore {
                 1 => {
                     return Err(SessionError::TenantCapReached {
                         cap: self.config.max_per_tenant,
+                    })
+                }
+                3 => {
+                    return Err(SessionError::CallerCapReached {
+                        cap: self.config.max_per_caller,
                     })
                 }
                 _ => continue,
@@ -446,9 +466,11 @@ impl RedisStore {
 
     /// See [`SessionStore::delete`]. Works from any instance.
     pub async fn delete(&self, id: &SessionId, owner: Owner<'_>) -> Result<(), SessionError> {
+        let keys = self.owner_keys(owner);
         let mut invocation = self.scripts.delete.key(self.session_key(id));
         invocation
-            .key(self.tenant_key(owner.tenant))
+            .key(keys.tenant())
+            .key(keys.caller())
             .arg(owner.tenant)
             .arg(owner.client)
             .arg(owner.caller)
@@ -548,6 +570,26 @@ impl RedisStore {
         format!("{}tenant:{}:sessions", self.namespace, component(tenant))
     }
 
+    /// The tenant set's and the caller set's keys of `owner`, in one allocation (the caller's
+    /// extends the tenant's), escaped in place.
+    fn owner_keys(&self, owner: Owner<'_>) -> OwnerKeys {
+        use std::fmt::Write as _;
+        let parts = owner.tenant.len() + owner.client.len() + owner.caller.len();
+        // Room for every part escaped at three bytes a byte: never reallocates.
+        let mut text = String::with_capacity(self.namespace.len() + 24 + 3 * parts);
+        let escaped = |part| utf8_percent_encode(part, COMPONENT);
+        // Writing to a `String` cannot fail.
+        let _ = write!(
+            text,
+            "{}tenant:{}:sessions",
+            self.namespace,
+            escaped(owner.tenant)
+        );
+        let tenant_end = text.len();
+        let _ = write!(text, ":{}:{}", escaped(owner.client), escaped(owner.caller));
+        OwnerKeys { text, tenant_end }
+    }
+
     /// Runs `TOUCH`; `Ok` carries the reply array, whose first element was 0.
     async fn touch(
         &self,
@@ -555,9 +597,11 @@ impl RedisStore {
         owner: Owner<'_>,
         touch: Touch<'_>,
     ) -> Result<Vec<Value>, SessionError> {
+        let keys = self.owner_keys(owner);
         let mut invocation = self.scripts.touch.key(self.session_key(id));
         invocation
-            .key(self.tenant_key(owner.tenant))
+            .key(keys.tenant())
+            .key(keys.caller())
             .arg(owner.tenant)
             .arg(owner.client)
             .arg(owner.caller)
@@ -635,6 +679,24 @@ impl RedisStore {
 
     fn forget(&self, id: &SessionId) {
         self.seen_shard(id).remove(id);
+    }
+}
+
+/// The keys of one owner's session sets (see [`RedisStore::owner_keys`]).
+struct OwnerKeys {
+    text: String,
+    tenant_end: usize,
+}
+
+impl OwnerKeys {
+    /// `sluice:{p}:tenant:{t}:sessions`.
+    fn tenant(&self) -> &str {
+        self.text.get(..self.tenant_end).unwrap_or_default()
+    }
+
+    /// `sluice:{p}:tenant:{t}:sessions:{c}:{s}`.
+    fn caller(&self) -> &str {
+        &self.text
     }
 }
 
@@ -739,6 +801,25 @@ mod tests {
         assert_eq!(static_version(b"2024-11-05"), Some("2024-11-05"));
         assert_eq!(static_version(b"1999-01-01"), None);
         assert_eq!(static_version(b""), None);
+    }
+
+    #[tokio::test]
+    async fn caller_keys_extend_the_tenant_key_and_never_collide() {
+        let store = RedisStore::new(
+            &RedisConfig::new("redis://127.0.0.1:6379").with_prefix("p"),
+            SessionConfig::default(),
+        )
+        .unwrap();
+        let keys = store.owner_keys(Owner::new("t:1", "c", "apikey:k é"));
+        assert_eq!(keys.tenant(), store.tenant_key("t:1"));
+        assert_eq!(keys.tenant(), "sluice:p:tenant:t%3A1:sessions");
+        assert_eq!(
+            keys.caller(),
+            "sluice:p:tenant:t%3A1:sessions:c:apikey%3Ak%20%C3%A9"
+        );
+        let a = store.owner_keys(Owner::new("t", "a:b", "c"));
+        let b = store.owner_keys(Owner::new("t", "a", "b:c"));
+        assert_ne!(a.caller(), b.caller());
     }
 
     #[test]

@@ -30,12 +30,22 @@
 //! grows without bound; [`Inbox::deliver`] never blocks). Both reconnect by themselves, and the
 //! subscription is renewed after a reconnect. The local holder map is behind one `std` mutex,
 //! never held across an `.await`.
+//!
+//! Subscription state: the subscriber connection reconnects with a backoff of its own (up to
+//! two seconds), so for a while after Redis comes back commands work but nothing published to
+//! this instance is heard. [`RedisBackplane::is_subscribed`] says whether both channels are
+//! subscribed now (set by the server's subscribe confirmations, cleared by a disconnect), and a
+//! publish that reaches no subscriber is not a delivery: [`RedisBackplane::reachable`] checks
+//! that the holder is listening before a request is accepted, and
+//! [`RedisBackplane::publish_patiently`] retries until it is (within the holder TTL).
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::log_limit::{warn_limited, Kind};
 use bytes::{BufMut, Bytes, BytesMut};
 use redis::aio::ConnectionManager;
 use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind, RedisResult, Script, Value};
@@ -73,6 +83,17 @@ return 1
 const UNREGISTER: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
+";
+
+/// Whether the holder listens, in one round trip. KEYS: holder. ARGV: this instance, channel
+/// prefix. Returns -1 (nobody holds it), -2 (this instance holds it) or the holder channel's
+/// subscriber count.
+const PROBE: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if not holder then return -1 end
+if holder == ARGV[1] then return -2 end
+local counts = redis.call('PUBSUB', 'NUMSUB', ARGV[2] .. holder)
+return counts[2]
 ";
 
 /// Route in one round trip. KEYS: holder. ARGV: this instance, channel prefix, frame.
@@ -250,10 +271,37 @@ pub struct Synced {
     pub config_version: u64,
 }
 
+/// Bit of [`Receiver::subscribed`]: this instance's channel is subscribed.
+const SUBSCRIBED_INSTANCE: u8 = 1;
+
+/// Bit of [`Receiver::subscribed`]: the broadcast channel is subscribed.
+const SUBSCRIBED_BROADCAST: u8 = 2;
+
+/// Pause between two attempts of [`RedisBackplane::publish_patiently`] (doubling from
+/// [`PATIENT_RETRY_MIN`] up to this).
+const PATIENT_RETRY_MAX: Duration = Duration::from_millis(500);
+
+/// First pause of [`RedisBackplane::publish_patiently`].
+const PATIENT_RETRY_MIN: Duration = Duration::from_millis(25);
+
+/// What one routing attempt found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Routing {
+    /// A live stream (here, or the holder's subscription) took it.
+    Delivered,
+    /// No instance holds a live stream of that session for that owner.
+    NoHolder,
+    /// An instance holds it but did not hear it (its subscription is being renewed).
+    Unheard,
+}
+
 /// What the subscription closure shares with the backplane.
 struct Receiver {
     inbox: Arc<dyn Inbox>,
     held: Mutex<Held>,
+    /// Which of this instance's channels the subscriber connection has subscribed now
+    /// (`SUBSCRIBED_*` bits): set by the server's confirmations, cleared by a disconnect.
+    subscribed: AtomicU8,
     /// This instance's id (escaped): notices it sent itself are ignored.
     instance_id: Vec<u8>,
     /// This instance's channel name, as bytes (compared with each push's channel).
@@ -265,8 +313,31 @@ impl Receiver {
     /// Handles one push from the subscription connection. Anything unexpected is dropped:
     /// pushes come from Redis, but the payload was published by some client.
     fn on_push(&self, push: PushInfo) {
-        if push.kind != PushKind::Message {
-            return;
+        match push.kind {
+            PushKind::Message => {}
+            PushKind::Disconnection => {
+                self.subscribed.store(0, Ordering::Release);
+                return;
+            }
+            PushKind::Subscribe | PushKind::Unsubscribe => {
+                let Some(Value::BulkString(channel)) = push.data.first() else {
+                    return;
+                };
+                let bit = if *channel == self.instance_channel {
+                    SUBSCRIBED_INSTANCE
+                } else if *channel == self.broadcast_channel {
+                    SUBSCRIBED_BROADCAST
+                } else {
+                    return;
+                };
+                if push.kind == PushKind::Subscribe {
+                    self.subscribed.fetch_or(bit, Ordering::AcqRel);
+                } else {
+                    self.subscribed.fetch_and(!bit, Ordering::AcqRel);
+                }
+                return;
+            }
+            _ => return,
         }
         let (Some(channel), Some(payload)) = (push.data.first(), push.data.get(1)) else {
             return;
@@ -284,14 +355,24 @@ impl Receiver {
                     }
                 }
                 Ok(_) => tracing::debug!("backplane message for a stream not held here"),
-                Err(error) => tracing::warn!(%error, "malformed backplane message dropped"),
+                Err(error) => warn_limited!(
+                    "",
+                    Kind::MalformedBackplane,
+                    %error,
+                    "malformed backplane message dropped"
+                ),
             }
         } else if *channel == self.broadcast_channel {
             if payload.first() == Some(&KIND_RELOAD) {
                 match decode_reload(payload) {
                     Ok((origin, _)) if origin == self.instance_id.as_slice() => {}
                     Ok((_, version)) => self.inbox.config_changed(version),
-                    Err(error) => tracing::warn!(%error, "malformed configuration notice"),
+                    Err(error) => warn_limited!(
+                        "",
+                        Kind::MalformedBackplane,
+                        %error,
+                        "malformed configuration notice"
+                    ),
                 }
                 return;
             }
@@ -299,9 +380,18 @@ impl Receiver {
                 Ok(tenant) => {
                     self.inbox.invalidate(tenant);
                 }
-                Err(error) => tracing::warn!(%error, "malformed backplane broadcast dropped"),
+                Err(error) => warn_limited!(
+                    "",
+                    Kind::MalformedBackplane,
+                    %error,
+                    "malformed backplane broadcast dropped"
+                ),
             }
         }
+    }
+
+    fn is_subscribed(&self) -> bool {
+        self.subscribed.load(Ordering::Acquire) == SUBSCRIBED_INSTANCE | SUBSCRIBED_BROADCAST
     }
 
     fn holds(&self, session: &SessionId, owner: Owner<'_>) -> bool {
@@ -316,6 +406,7 @@ struct Scripts {
     refresh: Script,
     unregister: Script,
     route: Script,
+    probe: Script,
     announce: Script,
 }
 
@@ -366,6 +457,7 @@ impl RedisBackplane {
         let receiver = Arc::new(Receiver {
             inbox,
             held: Mutex::new(HashMap::new()),
+            subscribed: AtomicU8::new(0),
             instance_id: instance_id.clone().into_bytes(),
             instance_channel: instance_channel.clone().into_bytes(),
             broadcast_channel: broadcast_channel.clone().into_bytes(),
@@ -407,6 +499,14 @@ impl RedisBackplane {
             subscription.subscribe(&[instance_channel.as_str(), broadcast_channel.as_str()]),
         )
         .await?;
+        // The confirmations reach the receiver through the manager's push task, a moment after
+        // the reply: wait for them (briefly) so a fresh instance is ready when it starts.
+        let confirmed = async {
+            while !receiver.is_subscribed() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        let _ = tokio::time::timeout(redis.command_timeout, confirmed).await;
 
         Ok(Self {
             connection,
@@ -416,6 +516,7 @@ impl RedisBackplane {
                 refresh: Script::new(REFRESH),
                 unregister: Script::new(UNREGISTER),
                 route: Script::new(ROUTE),
+                probe: Script::new(PROBE),
                 announce: Script::new(ANNOUNCE),
             },
             config_version_key: format!("{namespace}config_version"),
@@ -438,6 +539,52 @@ impl RedisBackplane {
             redis::cmd("CLIENT")
                 .arg("ID")
                 .query_async(&mut subscription),
+        )
+        .await
+    }
+
+    /// Whether this instance hears its channels now: false from a disconnect of the subscriber
+    /// connection until Redis confirmed the renewed subscriptions (`/readyz` is 503 meanwhile).
+    pub fn is_subscribed(&self) -> bool {
+        self.receiver.is_subscribed()
+    }
+
+    /// Whether a message for `session`'s stream (owned by `owner`) held on another instance
+    /// can be delivered now: this instance's subscriptions are up, an instance holds the
+    /// stream, and its channel has a subscriber (one round trip). Checked before a request
+    /// whose answer must travel is accepted, so it is refused rather than accepted and lost.
+    pub async fn reachable(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+    ) -> Result<bool, BackplaneError> {
+        if !self.is_subscribed() {
+            return Ok(false);
+        }
+        let mut invocation = self.scripts.probe.key(self.holder_key(owner, session));
+        invocation.arg(&self.instance_id).arg(&self.channel_prefix);
+        let invocation = &invocation;
+        let listeners: i64 = twice(|| {
+            let mut connection = self.connection.clone();
+            async move {
+                bounded(
+                    self.command_timeout,
+                    invocation.invoke_async(&mut connection),
+                )
+                .await
+            }
+        })
+        .await?;
+        Ok(listeners > 0)
+    }
+
+    /// One `PING` on the command connection (`/readyz`: the backplane's connection is not the
+    /// store's, and must answer too).
+    pub async fn ping(&self) -> Result<(), BackplaneError> {
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            redis::cmd("PING").query_async::<()>(&mut connection),
         )
         .await
     }
@@ -467,16 +614,23 @@ impl RedisBackplane {
             }
             entry.1 += 1;
         }
-        let mut connection = self.connection.clone();
-        bounded(
-            self.command_timeout,
-            redis::cmd("SET")
-                .arg(self.holder_key(owner, session))
-                .arg(&self.instance_id)
-                .arg("PX")
-                .arg(millis(self.holder_ttl))
-                .query_async::<()>(&mut connection),
-        )
+        let key = self.holder_key(owner, session);
+        let key = &key;
+        twice(|| {
+            let mut connection = self.connection.clone();
+            async move {
+                bounded(
+                    self.command_timeout,
+                    redis::cmd("SET")
+                        .arg(key)
+                        .arg(&self.instance_id)
+                        .arg("PX")
+                        .arg(millis(self.holder_ttl))
+                        .query_async::<()>(&mut connection),
+                )
+                .await
+            }
+        })
         .await
     }
 
@@ -578,10 +732,50 @@ impl RedisBackplane {
         session: &SessionId,
         message: &[u8],
     ) -> Result<bool, BackplaneError> {
+        self.route_once(owner, session, message)
+            .await
+            .map(|routing| routing == Routing::Delivered)
+    }
+
+    /// [`RedisBackplane::publish`] for a message a client was promised (its request was
+    /// accepted): while the holder is registered but not listening (its subscription is being
+    /// renewed after a Redis restart) or Redis does not answer, tries again, pausing up to
+    /// [`PATIENT_RETRY_MAX`], for at most the holder TTL (a holder silent that long is gone:
+    /// its registration expires). Gives up at once when no instance holds the stream.
+    pub async fn publish_patiently(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+        message: &[u8],
+    ) -> Result<bool, BackplaneError> {
+        let deadline = tokio::time::Instant::now() + self.holder_ttl;
+        let mut pause = PATIENT_RETRY_MIN;
+        loop {
+            let outcome = self.route_once(owner, session, message).await;
+            match outcome {
+                Ok(Routing::Delivered) => return Ok(true),
+                Ok(Routing::NoHolder) => return Ok(false),
+                Ok(Routing::Unheard) | Err(_) => {}
+            }
+            if tokio::time::Instant::now() + pause >= deadline {
+                return outcome.map(|_| false);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(PATIENT_RETRY_MAX);
+        }
+    }
+
+    /// One routing attempt (see [`RedisBackplane::publish`]).
+    async fn route_once(
+        &self,
+        owner: Owner<'_>,
+        session: &SessionId,
+        message: &[u8],
+    ) -> Result<Routing, BackplaneError> {
         // A stream registered here that no longer takes messages may have been replaced by
         // one on another instance (the client reconnected there): fall through to the route.
         if self.receiver.holds(session, owner) && self.receiver.inbox.deliver(session, message) {
-            return Ok(true);
+            return Ok(Routing::Delivered);
         }
         let frame = encode_deliver(owner, session, message)
             .map_err(|error| BackplaneError::Unavailable(error.to_string()))?;
@@ -599,8 +793,10 @@ impl RedisBackplane {
         match outcome {
             // Registered here in Redis but not in our map: a stale registration of a previous
             // life of this instance. Nothing live to take it.
-            -2 | -1 => Ok(false),
-            n_receivers => Ok(n_receivers > 0),
+            -2 | -1 => Ok(Routing::NoHolder),
+            // PUBLISH counts the subscribers that got it: none means nobody heard it.
+            0 => Ok(Routing::Unheard),
+            _ => Ok(Routing::Delivered),
         }
     }
 
@@ -772,6 +968,20 @@ async fn bounded<T>(
             "no answer within {} ms",
             limit.as_millis()
         ))),
+    }
+}
+
+/// Runs `attempt` again when it fails once: a command is what finds a connection that died
+/// while idle (the manager then reconnects), so the first command after Redis came back may
+/// fail where the second succeeds. For the few calls whose failure a client would see.
+async fn twice<T, F, Fut>(mut attempt: F) -> Result<T, BackplaneError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, BackplaneError>>,
+{
+    match attempt().await {
+        Ok(value) => Ok(value),
+        Err(_) => attempt().await,
     }
 }
 

@@ -86,6 +86,7 @@ fn limits(idle_ms: u64, init_ms: u64, max_per_tenant: usize) -> SessionConfig {
         idle: Duration::from_millis(idle_ms),
         init_timeout: Duration::from_millis(init_ms),
         max_per_tenant,
+        max_per_caller: max_per_tenant,
     }
 }
 
@@ -319,6 +320,68 @@ async fn tenant_cap_holds_under_concurrent_creates_from_three_instances() {
     assert_eq!(
         counts,
         vec![("t".to_owned(), CAP as i64), ("t2".to_owned(), 1)]
+    );
+    cleanup(&config).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn caller_cap_holds_under_concurrent_creates_from_three_instances() {
+    let Some(config) = redis_or_skip("callercap").await else {
+        return;
+    };
+    const PER_CALLER: usize = 4;
+    let limits = SessionConfig {
+        max_per_caller: PER_CALLER,
+        ..limits(100_000, 300, 100)
+    };
+    let instances = [
+        Arc::new(store(&config, limits).await),
+        Arc::new(store(&config, limits).await),
+        Arc::new(store(&config, limits).await),
+    ];
+    let tasks: Vec<_> = (0..30)
+        .map(|n| {
+            let store = instances[n % 3].clone();
+            tokio::spawn(async move { store.create(new(A)).await })
+        })
+        .collect();
+    let mut created = Vec::new();
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(id) => created.push(id),
+            Err(SessionError::CallerCapReached { cap: PER_CALLER }) => {}
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(created.len(), PER_CALLER, "exactly the caller cap");
+    // Other callers of the tenant (another caller id, or the same id under another client)
+    // still get theirs.
+    instances[1]
+        .create(new(Owner::new("t", "c", "bob")))
+        .await
+        .unwrap();
+    instances[2]
+        .create(new(Owner::new("t", "c2", "anonymous")))
+        .await
+        .unwrap();
+    // A delete (from any instance) frees one slot of the caller's.
+    instances[2].delete(&created[0], A).await.unwrap();
+    instances[0].create(new(A)).await.unwrap();
+    assert_eq!(
+        instances[1].create(new(A)).await,
+        Err(SessionError::CallerCapReached { cap: PER_CALLER })
+    );
+    // An expired (never initialized) session frees its slot too; a validated one keeps it:
+    // validation moves its expiry in the caller's set as well.
+    instances[0].mark_initialized(&created[1], A).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(instances[1].validate(&created[1], A).await.is_ok());
+    for _ in 0..PER_CALLER - 1 {
+        instances[2].create(new(A)).await.unwrap();
+    }
+    assert_eq!(
+        instances[0].create(new(A)).await,
+        Err(SessionError::CallerCapReached { cap: PER_CALLER })
     );
     cleanup(&config).await;
 }
@@ -665,6 +728,81 @@ async fn the_subscription_comes_back_after_losing_its_connection() {
     })
     .await;
     assert!(delivered.is_ok(), "B never resubscribed");
+    cleanup(&config).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_not_listening_is_unreachable_and_a_patient_publish_waits_for_it() {
+    let Some(config) = redis_or_skip("patient").await else {
+        return;
+    };
+    let a = Arc::new(
+        RedisBackplane::connect(&config, "a", Arc::new(Recorder::default()))
+            .await
+            .unwrap(),
+    );
+    assert!(a.is_subscribed(), "subscribed once connected");
+    // "ghost" holds the stream but does not listen (as a holder does while its subscription
+    // is renewed after a Redis restart): unreachable, and a plain publish is not a delivery.
+    let session = SessionId::random();
+    let holder_key = format!(
+        "{}holder:t:c:anonymous:{}",
+        config.namespace(),
+        session.encode().as_str()
+    );
+    let client = ::redis::Client::open(config.url.as_str()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    connection
+        .set_ex::<_, _, ()>(&holder_key, "ghost", 30)
+        .await
+        .unwrap();
+    assert_eq!(a.reachable(A, &session).await, Ok(false));
+    assert_eq!(a.publish(A, &session, b"lost").await, Ok(false));
+
+    // A patient publish waits until the holder listens again, then delivers once.
+    let patient = {
+        let a = Arc::clone(&a);
+        tokio::spawn(async move { a.publish_patiently(A, &session, b"late").await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let inbox = Arc::new(Recorder::default());
+    let ghost = RedisBackplane::connect(&config, "ghost", inbox.clone())
+        .await
+        .unwrap();
+    ghost.register_holder(A, &session).await.unwrap();
+    assert_eq!(patient.await.unwrap(), Ok(true));
+    eventually(|| !inbox.delivered.lock().unwrap().is_empty()).await;
+    assert_eq!(
+        *inbox.delivered.lock().unwrap(),
+        vec![(session, b"late".to_vec())]
+    );
+    assert_eq!(a.reachable(A, &session).await, Ok(true));
+
+    // Nobody holds it: given up at once. A holder that never listens: given up after the
+    // holder TTL.
+    ghost.unregister(A, &session).await.unwrap();
+    assert_eq!(a.reachable(A, &session).await, Ok(false));
+    assert_eq!(a.publish_patiently(A, &session, b"x").await, Ok(false));
+    let impatient = RedisBackplane::connect(
+        &RedisConfig {
+            holder_ttl: Duration::from_millis(300),
+            ..config.clone()
+        },
+        "impatient",
+        Arc::new(Recorder::default()),
+    )
+    .await
+    .unwrap();
+    connection
+        .set_ex::<_, _, ()>(&holder_key, "ghost2", 30)
+        .await
+        .unwrap();
+    let gave_up = tokio::time::timeout(
+        Duration::from_secs(5),
+        impatient.publish_patiently(A, &session, b"x"),
+    )
+    .await;
+    assert_eq!(gave_up, Ok(Ok(false)));
     cleanup(&config).await;
 }
 

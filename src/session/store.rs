@@ -19,9 +19,10 @@ use super::{Handshake, NewSession, Owner, SessionError, SessionId, SessionInfo};
 /// - **Expired is unknown.** A session idle for longer than the idle timeout, or not
 ///   initialized within the init timeout, is `NotFound` from the moment it expires, whether or
 ///   not a sweep has removed it yet.
-/// - **The per-tenant cap is never exceeded**, even under concurrent creates from any number of
-///   tasks (or instances): a create that would exceed it fails with
-///   [`SessionError::TenantCapReached`] and leaves nothing behind.
+/// - **The per-tenant and per-caller caps are never exceeded**, even under concurrent creates
+///   from any number of tasks (or instances): a create that would exceed the tenant's fails with
+///   [`SessionError::TenantCapReached`], one that would exceed its caller's (same tenant, client
+///   and caller) with [`SessionError::CallerCapReached`], and either leaves nothing behind.
 /// - **Removal releases everything.** A deleted or expired session leaves no per-session memory
 ///   in the store.
 pub trait SessionStore: Send + Sync {

@@ -44,6 +44,7 @@ use crate::http::response::{self, Body, INLINE_FRAMES};
 use crate::http::{Error, Target};
 use crate::invoke::CallContext;
 use crate::jsonrpc::{Id, Message};
+use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::{
     names, Era, NotificationEffect, Reply, Scope, DEFAULT_HANDSHAKE_VERSION, HANDSHAKE_VERSIONS,
 };
@@ -228,12 +229,7 @@ async fn initialized_or_plain(
                 .sessions
                 .create(new)
                 .await
-                .map_err(|err| match err {
-                    SessionError::TenantCapReached { .. } => {
-                        Error::Unavailable("the tenant's session limit is reached".into())
-                    }
-                    other => session_error(other),
-                })?;
+                .map_err(session_error)?;
             session_id = Some(minted);
         }
     }
@@ -539,10 +535,32 @@ pub fn session_required() -> Error {
 pub fn session_error(err: SessionError) -> Error {
     match err {
         SessionError::NotFound | SessionError::Foreign => session_not_found(),
-        SessionError::TenantCapReached { .. } => {
-            Error::Unavailable("the tenant's session limit is reached".into())
-        }
+        SessionError::TenantCapReached { cap } => cap_reached(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the tenant's session limit is reached",
+            "sessions_per_tenant",
+            cap,
+        ),
+        SessionError::CallerCapReached { cap } => cap_reached(
+            StatusCode::TOO_MANY_REQUESTS,
+            "this caller's session limit is reached; end a session (DELETE) or let one expire",
+            "sessions_per_caller",
+            cap,
+        ),
         SessionError::Unavailable(_) => Error::Unavailable("session store unavailable".into()),
+    }
+}
+
+/// A session cap refusal: `status`, and `data` naming the cap and its limit, e.g.
+/// `{"cap":"sessions_per_caller","limit":100}`, so a client can tell its own limit (429: end
+/// one of its sessions) from the tenant's (503: retry later).
+fn cap_reached(status: StatusCode, message: &'static str, cap: &str, limit: usize) -> Error {
+    Error::JsonRpcWithData {
+        status,
+        code: SERVER_ERROR,
+        message: message.into(),
+        id: None,
+        data: Bytes::from(format!(r#"{{"cap":"{cap}","limit":{limit}}}"#)),
     }
 }
 
@@ -616,7 +634,12 @@ pub async fn register_holder(transport: &Transport, owner: Owner<'_>, session: &
         return;
     }
     if let Err(err) = transport.bus.register_holder(owner, session).await {
-        tracing::warn!(%err, "stream holder not registered; the next refresh retries");
+        warn_limited!(
+            owner.tenant,
+            Kind::Backplane,
+            %err,
+            "stream holder not registered; the next refresh retries"
+        );
     }
 }
 
@@ -659,7 +682,12 @@ pub async fn delete(
     if transport.bus.is_shared() {
         // Streams of the session held by another instance end there.
         if let Err(err) = transport.bus.close_elsewhere(owner, &id).await {
-            tracing::warn!(%err, "deleted session's remote streams not closed");
+            warn_limited!(
+                owner.tenant,
+                Kind::Backplane,
+                %err,
+                "deleted session's remote streams not closed"
+            );
         }
     }
     Ok(response::empty(StatusCode::NO_CONTENT))

@@ -15,7 +15,12 @@
 //! registry's janitor (`: keepalive`). Requests run in a task each, so a POST does not wait for
 //! a slow tool (this transport is not the hot path). With several instances, a POST may land on
 //! an instance that does not hold the stream: the response is then routed over the backplane
-//! to the holder, which writes it. Must not implement MCP methods.
+//! to the holder, which writes it. Such a request is accepted (202) only when the holder can be
+//! reached now (this instance's and the holder's backplane subscriptions are up): otherwise it
+//! is refused with 503 before it runs, so a client is never told "accepted" for a response that
+//! cannot arrive (e.g. in the seconds after a Redis restart while subscriptions are renewed);
+//! once accepted, the response is published patiently (retried while the holder is renewing
+//! its subscription). Must not implement MCP methods.
 
 use std::sync::Arc;
 
@@ -37,6 +42,7 @@ use crate::http::response::{self, Body};
 use crate::http::{Error, Target};
 use crate::invoke::CallContext;
 use crate::jsonrpc::{self, Message};
+use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::{Era, NotificationEffect, Reply, Scope};
 use crate::session::{Handshake, NewSession, Owner};
 
@@ -190,6 +196,20 @@ where
     )?;
     let call = CallContext::from_headers(&parts.headers);
 
+    if matches!(message, Message::Request { .. })
+        && transport.bus.is_shared()
+        && transport.streams.standalone(&bound.id).is_none()
+    {
+        // The response must travel to the instance holding the stream: accept the request
+        // only if it can arrive.
+        let reachable = transport.bus.reachable(owner, &bound.id).await;
+        if !matches!(reachable, Ok(true)) {
+            return Err(Error::Unavailable(
+                "the instance holding this session's stream cannot be reached now; retry".into(),
+            ));
+        }
+    }
+
     match message {
         Message::Request { id, .. } => {
             // Room for the response on the stream is reserved before anything runs: a client
@@ -266,8 +286,12 @@ where
                 } else if transport.bus.is_shared() {
                     // The stream is held by another instance: route the response there. No
                     // holder (the client left): the response has nowhere to go.
-                    if let Err(err) = transport.bus.publish(owner, &bound.id, out.freeze()).await {
-                        tracing::warn!(%err, "legacy response not routed to its stream");
+                    let routed = transport
+                        .bus
+                        .publish_patiently(owner, &bound.id, out.freeze())
+                        .await;
+                    if let Err(err) = routed {
+                        warn_limited!(&tenant, Kind::Unrouted, %err, "legacy response not routed to its stream");
                     }
                 }
             });

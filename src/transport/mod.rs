@@ -34,6 +34,7 @@ use crate::audit::{Audit, CallType, Outcome, Record, Surface};
 pub use crate::catalog::model::PostFraming;
 use crate::catalog::Catalog;
 use crate::http::Drain;
+use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::Dispatcher;
 use crate::metrics::Metrics;
 use crate::session::{Bus, Owner, SessionError, SessionId, Sessions};
@@ -155,8 +156,10 @@ impl Transport {
         surface: Surface,
     ) -> crate::http::Error {
         if err == SessionError::Foreign {
-            tracing::warn!(
-                tenant = owner.tenant,
+            // Rate-limited per tenant (the audit record, when enabled, is not).
+            warn_limited!(
+                owner.tenant,
+                Kind::ForeignSession,
                 client = owner.client,
                 caller = owner.caller,
                 surface = surface.as_str(),

@@ -840,11 +840,12 @@ impl StreamRegistry {
             stream,
             registry: self.inner.clone(),
             finish_on_drop: false,
+        })
     }
 
     /// Reserves room for one message on the session's live legacy `/sse` stream (where
-    /// `POST …/messages` answers go): one frame of the queue and `bytes` of its byte budget (what the caller holds
-    /// until the message is ready), so a request whose answer goes there is refused *before* it
+    /// `POST …/messages` answers go): one frame of the queue and `bytes` of its byte budget
+    /// (what the caller holds until the message is ready), so a request whose answer goes there is refused *before* it
     /// runs when the queue is full ([`StreamError::Full`]) instead of waiting in memory for a
     /// reader. [`StreamError::Closed`] when no live legacy stream is held here.
     pub fn reserve(&self, session: &SessionId, bytes: usize) -> Result<Reservation, StreamError> {

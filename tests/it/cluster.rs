@@ -10,7 +10,8 @@
 //! Covers: a session walked across instances (initialize on A, call on B, stream on C, DELETE
 //! on A), the per-tenant cap under concurrent initializes on all three, a legacy `/messages`
 //! response routed to the instance holding the `/sse` stream, list_changed fan-out after a
-//! reload on one instance, a holder shut down mid-stream, Redis restarted mid-test,
+//! reload on one instance, a holder shut down mid-stream, Redis restarted mid-test (and legacy
+//! `/messages` POSTs right after the restart: delivered or refused, never accepted and lost),
 //! cross-caller isolation on every path of every instance, and the refused start when Redis
 //! does not answer.
 
@@ -162,6 +163,25 @@ impl OwnRedis {
             let _ = child.wait();
         }
     }
+}
+
+/// The test's own `redis-server`, or `None` (after a visible skip line) when none is installed
+/// and `SLUICE_REQUIRE_REDIS` is not set.
+async fn own_redis_or_skip(test: &str) -> Option<OwnRedis> {
+    if std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_REDIS").as_deref() != Ok("1"),
+            "redis-server is not installed and SLUICE_REQUIRE_REDIS=1"
+        );
+        let line = format!("SKIP {test}: no redis-server\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        return None;
+    }
+    Some(OwnRedis::start().await)
 }
 
 impl Drop for OwnRedis {
@@ -828,22 +848,11 @@ async fn a_client_whose_holder_stopped_reconnects_elsewhere_and_keeps_its_sessio
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_recovers_by_itself_after_redis_restarts() {
-    if std::process::Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var("SLUICE_REQUIRE_REDIS").as_deref() != Ok("1"),
-            "redis-server is not installed and SLUICE_REQUIRE_REDIS=1"
-        );
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            b"SKIP service_recovers_by_itself_after_redis_restarts: no redis-server\n",
-        );
+    let Some(mut redis) =
+        own_redis_or_skip("service_recovers_by_itself_after_redis_restarts").await
+    else {
         return;
-    }
-    let mut redis = OwnRedis::start().await;
+    };
     let prefix = format!("it-restart-{}", SessionId::random().encode().as_str());
     let cluster = Cluster::start(2, &redis.url(), &prefix, 100).await;
     let (a, b) = (cluster.addr(0), cluster.addr(1));
@@ -933,6 +942,90 @@ async fn service_recovers_by_itself_after_redis_restarts() {
     .await
     .expect("routing recovers");
     assert_eq!(routed["id"], 9);
+    cluster.finish().await;
+    drop(redis);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_posts_right_after_a_redis_restart_are_delivered_or_refused_never_lost() {
+    let Some(mut redis) = own_redis_or_skip("legacy_posts_after_restart").await else {
+        return;
+    };
+    let prefix = format!("it-relegacy-{}", SessionId::random().encode().as_str());
+    let cluster = Cluster::start(2, &redis.url(), &prefix, 100).await;
+    let (a, b) = (cluster.addr(0), cluster.addr(1));
+    let alice = cluster.alice();
+    let ready = |addr| async move { get_path(addr, "/readyz").await.status == StatusCode::OK };
+    for addr in [a, b] {
+        eventually("ready at start", || ready(addr)).await;
+    }
+
+    redis.kill();
+    for addr in [a, b] {
+        eventually(
+            "unready without Redis",
+            || async move { !ready(addr).await },
+        )
+        .await;
+    }
+    // Long enough for the subscribers' reconnect backoff to reach its longest pause.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    redis.restart().await;
+
+    // The holder's `/sse` stream on A, as soon as sessions can be minted again (Redis lost
+    // everything), then at once cross-instance POSTs on B, each checked against the stream.
+    let deadline = tokio::time::Instant::now() + GUARD;
+    let mut legacy = loop {
+        let stream = SseReader::legacy(a, &alice).await;
+        if stream.status == StatusCode::OK {
+            break stream;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no /sse after the restart"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(legacy.next().await.is_some(), "endpoint");
+    let session = legacy.header("mcp-session-id").to_owned();
+    let (mut delivered, mut refused) = (0, 0);
+    for n in 100.. {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "delivery never recovered ({refused} refused)"
+        );
+        let both_ready = ready(a).await && ready(b).await;
+        let ping = format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"ping"}}"#);
+        let reply = legacy_post(b, &alice, &session, &ping).await;
+        match reply.status {
+            StatusCode::ACCEPTED => {
+                let message = tokio::time::timeout(GUARD / 4, legacy.next_message())
+                    .await
+                    .unwrap_or_else(|_| {
+                        panic!("POST {n} was accepted (202) but its response never arrived")
+                    });
+                assert_eq!(message["id"], n);
+                delivered += 1;
+                if delivered == 3 {
+                    break;
+                }
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert!(
+                    !both_ready,
+                    "POST {n} refused although /readyz said 200 on both instances"
+                );
+                assert_eq!(reply.json()["jsonrpc"], "2.0", "a JSON-RPC error object");
+                refused += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            other => panic!("POST {n}: unexpected {other}: {:?}", reply.body),
+        }
+    }
+    for addr in [a, b] {
+        assert!(ready(addr).await, "ready once delivery works");
+    }
+    drop(legacy);
     cluster.finish().await;
     drop(redis);
 }

@@ -150,7 +150,7 @@ impl Sluice {
             .expect("config parses");
         let catalog = Arc::new(Catalog::from_config(&config).expect("valid"));
         let mut config = ServeConfig::from_catalog(catalog);
-        config.prefer_sse = false;
+        config.post_framing = sluice::catalog::model::PostFraming::Json;
         configure(&mut config);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");

@@ -8,6 +8,7 @@ mod cli;
 mod cluster;
 mod demo;
 mod federation;
+mod hardening_cluster;
 mod hardening_conn;
 mod hardening_fed;
 mod hardening_gate;

@@ -28,6 +28,7 @@ fn config() -> SessionConfig {
         idle: Duration::from_secs(600),
         init_timeout: Duration::from_secs(30),
         max_per_tenant: 100,
+        max_per_caller: 100,
     }
 }
 
@@ -180,6 +181,7 @@ async fn tenant_cap_holds_under_concurrent_creates() {
     const CAP: usize = 37;
     let sessions = Sessions::local(SessionConfig {
         max_per_tenant: CAP,
+        max_per_caller: CAP,
         ..config()
     });
     let tasks: Vec<_> = (0..200)
