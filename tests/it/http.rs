@@ -344,9 +344,9 @@ async fn protocol_version_header() {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{version}");
     }
-    // A header naming a stateless-era version routes the request to that era (the stateless
-    // protocol's classification ladder), whose first rung wants the `_meta` envelope this ping lacks: -32602 on 400, with
-    // the id (tests/it/mcp_http.rs has the whole ladder).
+    // A header naming a stateless-era version routes the request to that era, whose first rung
+    // wants the `_meta` envelope this ping lacks: -32602 on 400, with the id
+    // (tests/it/mcp_http.rs has the whole ladder).
     let reply = post_mcp(server.addr, &[("mcp-protocol-version", "2026-07-28")], PING).await;
     reply.assert_error(400, -32602, json!(1));
     // Any other version is unsupported in the handshake era: 400 with no id.
