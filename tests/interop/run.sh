@@ -8,6 +8,7 @@
 # The last line printed is `N passed, N failed`; the exit status is non-zero on any failure.
 #
 # Env: CARGO_TARGET_DIR (where the binary is built, default target/),
+#      SLUICE_BIN (a sluice binary to run instead: no `cargo build` then),
 #      INTEROP_VERBOSE=1 (tracebacks for failed checks), RUST_LOG (sluice's log filter).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,9 +52,13 @@ if ! cmp -s "$here/requirements.txt" "$venv/interop-requirements.txt" 2>/dev/nul
 fi
 py="$venv/bin/python"
 
-# --- sluice (cargo reuses the build when nothing changed) ---
-cargo build --locked --bin sluice || setup_failed "cargo build"
-sluice="$target_dir/debug/sluice"
+# --- sluice (cargo reuses the build when nothing changed; SLUICE_BIN skips it) ---
+if [ -n "${SLUICE_BIN:-}" ]; then
+  sluice="$SLUICE_BIN"
+else
+  cargo build --locked --bin sluice || setup_failed "cargo build"
+  sluice="$target_dir/debug/sluice"
+fi
 [ -x "$sluice" ] || setup_failed "no binary at $sluice"
 
 # --- the stub downstream: prints its port first ---

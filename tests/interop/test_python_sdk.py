@@ -8,12 +8,15 @@ Run by tests/interop/run.sh, which starts sluice and the stub downstream and set
   ADMIN_TOKEN      the `[server] admin_token` of that file
   INTEROP_SUMMARY  file that receives the summary line
 
-Four cases, each a series of named checks with a pass/fail verdict and a 20 s ceiling:
+Six cases, each a series of named checks with a pass/fail verdict and a 20 s ceiling:
   1. stateless (2026-07-28) with the client's default `mode="auto"` (probes `server/discover`);
   2. handshake era with `mode="legacy"` (initialize, session, GET stream, DELETE on close);
   3. the deprecated HTTP+SSE transport (`mcp.client.sse.sse_client`);
   4. the handshake era's framing: every answer an SSE stream by default (the main instance),
-     every answer JSON on the `post_framing = "json"` instance.
+     every answer JSON on the `post_framing = "json"` instance;
+  5. resumption with the SDK's own API (`ClientMessageMetadata`): a tools/call's stream resumed
+     by GET with `Last-Event-ID` replays that answer and nothing else (default configuration);
+  6. auth: the 401 challenge and its metadata, API keys.
 Prints one line per check and, last, `N passed, N failed`. Exits 1 on any failure or when no check
 ran. A check listed in EXPECTED_FAILURES that fails is reported as XFAIL with its reason and not
 counted as failed; one that passes there is reported as XPASS and counted as failed (the entry is
@@ -46,6 +49,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ClientMessageMetadata
 
 warnings.simplefilter("ignore")  # the SDK flags ping/legacy APIs as deprecated; they are the point here
 
@@ -594,6 +598,172 @@ async def case_sse_answers(report: Report) -> None:
     await case.check("handshake (post_framing = json): initialize, lists, tools/call, ping over JSON", json_answers)
 
 
+# === case 5: resumption (the SDK's ClientMessageMetadata) ===
+
+
+async def read_replay(url: str, session_id: str, last_event_id: str) -> list[tuple[str | None, str]]:
+    """GETs `url` with `Last-Event-ID` and reads the SSE stream to its end: (id, data) per event."""
+    headers = {
+        "accept": "text/event-stream",
+        "mcp-session-id": session_id,
+        "mcp-protocol-version": HANDSHAKE_LATEST,
+        "last-event-id": last_event_id,
+    }
+    events: list[tuple[str | None, str]] = []
+    async with httpx2.AsyncClient(timeout=READ_TIMEOUT) as raw:
+        async with raw.stream("GET", url, headers=headers) as response:
+            content_type = response.headers.get("content-type", "")
+            expect(
+                response.status_code == 200 and content_type.startswith("text/event-stream"),
+                f"GET with Last-Event-ID answered {response.status_code} {content_type!r}",
+            )
+            event_id: str | None = None
+            data: list[str] = []
+            async for line in response.aiter_lines():
+                if line == "":
+                    if event_id is not None or data:
+                        events.append((event_id, "\n".join(data)))
+                    event_id, data = None, []
+                elif line.startswith("id:"):
+                    event_id = line[3:].strip()
+                elif line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+            if event_id is not None or data:
+                events.append((event_id, "\n".join(data)))
+    return events
+
+
+def stream_of(event_id: str) -> str:
+    """The `{instance}.{stream}` part of a sluice event id `{instance}.{stream}.{seq}`."""
+    parts = event_id.split(".")
+    expect(len(parts) == 3 and parts[2].isdigit(), f"event id {event_id!r} is not instance.stream.seq")
+    return ".".join(parts[:2])
+
+
+async def case_resumption(report: Report) -> None:
+    case = Case(report, "resumption")
+    wire = Wire()
+    names = [
+        "initialize (default configuration: 2025-11-25, SSE answers)",
+        "tools/call reports resumption tokens: the priming id, then the answer's",
+        "ping on its own stream (other event ids)",
+        "resume the tools/call stream (GET, Last-Event-ID = its priming id) -> the same result",
+        "the SDK's resumed stream carried only the tools/call answer",
+        "raw replay from the priming id: only the tools/call answer",
+    ]
+    call_tokens: list[str] = []
+    ping_tokens: list[str] = []
+    resumed_tokens: list[str] = []
+    first_result: types.CallToolResult | None = None
+    call_id: Any = None
+    ping_id: Any = None
+    session_id: str | None = None
+
+    def request_id(method: str) -> Any:
+        ids = [body.get("id") for _, body in wire.posts() if body.get("method") == method]
+        expect(ids, f"no {method} POST recorded")
+        return ids[-1]
+
+    async with AsyncExitStack() as stack:
+        http = await stack.enter_async_context(wire.client())
+        client = Client(
+            streamable_http_client(MCP_URL, http_client=http), mode="legacy", read_timeout_seconds=READ_TIMEOUT
+        )
+        get_customer = types.CallToolRequest(
+            params=types.CallToolRequestParams(name="get_customer", arguments={"id": "c-100"})
+        )
+
+        async def connect() -> None:
+            nonlocal session_id
+            await stack.enter_async_context(client)
+            expect(client.protocol_version == HANDSHAKE_LATEST, f"negotiated {client.protocol_version!r}")
+            expect(wire.session_ids, "initialize minted no Mcp-Session-Id")
+            session_id = wire.session_ids[0]
+
+        if not await case.check(names[0], connect):
+            case.skip_rest(names[1:], "no connection")
+            return
+
+        async def call() -> None:
+            nonlocal first_result, call_id
+
+            async def on_token(token: str) -> None:
+                call_tokens.append(token)
+
+            first_result = await client.session.send_request(
+                get_customer,
+                types.CallToolResult,
+                metadata=ClientMessageMetadata(on_resumption_token_update=on_token),
+            )
+            call_id = request_id("tools/call")
+            expect(first_result.structured_content == ADA, f"structuredContent {first_result.structured_content!r}")
+            expect(len(call_tokens) == 2, f"tokens {call_tokens}, want the priming id and the answer's id")
+            expect(len({stream_of(t) for t in call_tokens}) == 1, f"tokens of more than one stream: {call_tokens}")
+
+        if not await case.check(names[1], call):
+            case.skip_rest(names[2:], "no resumption token")
+            return
+
+        async def ping() -> None:
+            nonlocal ping_id
+
+            async def on_token(token: str) -> None:
+                ping_tokens.append(token)
+
+            await client.session.send_request(
+                types.PingRequest(), types.EmptyResult, metadata=ClientMessageMetadata(on_resumption_token_update=on_token)
+            )
+            ping_id = request_id("ping")
+            expect(ping_tokens, "the ping's stream reported no token")
+            expect(
+                {stream_of(t) for t in ping_tokens}.isdisjoint({stream_of(t) for t in call_tokens}),
+                f"ping tokens {ping_tokens} share the tools/call stream {call_tokens}",
+            )
+
+        await case.check(names[2], ping)
+
+        async def resume() -> None:
+            async def on_token(token: str) -> None:
+                resumed_tokens.append(token)
+
+            before = len(wire.requests)
+            resumed = await client.session.send_request(
+                get_customer,
+                types.CallToolResult,
+                metadata=ClientMessageMetadata(resumption_token=call_tokens[0], on_resumption_token_update=on_token),
+            )
+            expect(resumed == first_result, f"resumed result {resumed!r}, want {first_result!r}")
+            sent = wire.requests[before:]
+            gets = [r for r in sent if r.method == "GET" and r.headers.get("last-event-id") == call_tokens[0]]
+            expect(gets, f"no GET with Last-Event-ID {call_tokens[0]}: {[(r.method, dict(r.headers)) for r in sent]}")
+            expect(not any(r.method == "POST" for r in sent), "resuming POSTed the request again")
+            expect(gets[0].headers.get("mcp-session-id") == session_id, "the resumption GET lacks the session id")
+
+        if not await case.check(names[3], resume):
+            case.skip_rest(names[4:], "no resumed result")
+            return
+
+        async def resumed_only_answer() -> None:
+            # The SDK reports the id of each event it reads; the replay starts after the priming event.
+            expect(resumed_tokens == call_tokens[1:], f"replayed event ids {resumed_tokens}, want {call_tokens[1:]}")
+
+        await case.check(names[4], resumed_only_answer)
+
+        async def raw_replay() -> None:
+            expect(session_id is not None, "no session id")
+            events = await read_replay(MCP_URL, session_id, call_tokens[0])
+            messages = [(event_id, json.loads(data)) for event_id, data in events if data]
+            expect(len(messages) == 1, f"replay of {len(messages)} messages, want 1: {events}")
+            event_id, message = messages[0]
+            expect(event_id == call_tokens[-1], f"replayed event id {event_id!r}, want {call_tokens[-1]!r}")
+            expect(message.get("id") == call_id, f"replayed answer to id {message.get('id')!r}, want {call_id!r}")
+            expect(message.get("id") != ping_id, "the ping's answer was replayed")
+            replayed = types.CallToolResult.model_validate(message.get("result"))
+            expect(replayed == first_result, f"replayed result {replayed!r}")
+
+        await case.check(names[5], raw_replay)
+
+
 async def case_auth(report: Report) -> None:
     case = Case(report, "auth")
     initialize = {
@@ -665,6 +835,7 @@ async def main() -> int:
     await run_case(report, "handshake/legacy", case_handshake)
     await run_case(report, "legacy-sse", case_legacy_sse)
     await run_case(report, "sse-answers", case_sse_answers)
+    await run_case(report, "resumption", case_resumption)
     await run_case(report, "auth", case_auth)
     if report.xfailed:
         print(f"({report.xfailed} expected failure(s), see XFAIL lines)", flush=True)
