@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Interop tests: the official Python MCP SDK client (mcp==2.3.0) against a real sluice.
+# Interop tests: the official Python MCP SDK client (mcp==2.3.0) and the official TypeScript one
+# (@modelcontextprotocol/sdk, pinned in tests/interop/ts/package-lock.json) against a real sluice.
 #
 # Creates (or reuses) a venv in target/interop-venv, builds sluice (debug profile: the binary
 # `cargo test` already built, so CI compiles nothing new; interop checks behaviour, not speed), starts the stub
 # downstream API (downstream.py) and two `sluice serve` on free loopback ports with the fixture
-# configuration (as is, and with `post_framing = "json"`), waits for /healthz, runs test_python_sdk.py, and always stops what it started.
-# The last line printed is `N passed, N failed`; the exit status is non-zero on any failure.
+# configuration (as is, and with `post_framing = "json"`), waits for /healthz, runs test_python_sdk.py,
+# then tests/interop/ts/resumption.mjs against the main (default-configuration) instance with the
+# machine's Node (>= 18; `npm ci` into target/interop-ts, reused while the lock file is unchanged),
+# and always stops what it started. Each suite prints its own `N passed, N failed`; the last line
+# printed is the combined `N passed, N failed`; the exit status is non-zero on any failure.
 #
 # Env: CARGO_TARGET_DIR (where the binary is built, default target/),
 #      SLUICE_BIN (a sluice binary to run instead: no `cargo build` then),
@@ -129,19 +133,56 @@ grep -q '^post_framing = "json"$' "$json_config" || setup_failed "could not writ
 start_sluice sluice-json "$json_config"
 json_base=$base
 
-# --- the checks ---
+# --- the checks: the Python suite ---
 summary="$work/summary"
 status=0
 SLUICE_URL="$main_base" SLUICE_JSON_URL="$json_base" SLUICE_CONFIG="$config" INTEROP_API="$api" ADMIN_TOKEN="$admin_token" \
   INTEROP_SUMMARY="$summary" "$py" "$here/test_python_sdk.py" || status=$?
-if [ ! -s "$summary" ]; then
-  for log in "$work"/sluice*.log; do echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; done
-  echo "0 passed, 1 failed"
-  exit 1
+py_line=$(tail -1 "$summary" 2>/dev/null || true)
+if ! [[ "$py_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
+  echo "the Python suite wrote no summary" >&2
+  py_line="0 passed, 1 failed"
+  status=1
 fi
+
+# --- the checks: the TypeScript suite (the pinned SDK, reused while package-lock.json is unchanged) ---
+ts_pinned="$here/ts"
+ts_dir="$root/target/interop-ts"
+ts_line=""
+if ! cmp -s "$ts_pinned/package-lock.json" "$ts_dir/package-lock.json" 2>/dev/null ||
+  [ ! -d "$ts_dir/node_modules" ]; then
+  rm -rf "$ts_dir"
+  mkdir -p "$ts_dir"
+  cp "$ts_pinned/package.json" "$ts_pinned/package-lock.json" "$ts_dir/"
+  if ! (cd "$ts_dir" && npm ci --no-audit --no-fund --loglevel=error) >"$work/npm.log" 2>&1; then
+    tail -30 "$work/npm.log" >&2
+    rm -rf "$ts_dir"
+    echo "FAIL   ts: npm ci in $ts_dir" >&2
+    ts_line="0 passed, 1 failed"
+  fi
+fi
+if [ -z "$ts_line" ]; then
+  # The script imports the SDK from the node_modules next to it.
+  cp "$ts_pinned/resumption.mjs" "$ts_dir/"
+  ts_status=0
+  SLUICE_URL="$main_base" timeout 120 node "$ts_dir/resumption.mjs" >"$work/ts.out" 2>"$work/ts.err" || ts_status=$?
+  cat "$work/ts.out"
+  [ -s "$work/ts.err" ] && cat "$work/ts.err" >&2
+  ts_line=$(tail -1 "$work/ts.out")
+  if ! [[ "$ts_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
+    echo "FAIL   ts: resumption.mjs exited $ts_status without a summary" >&2
+    ts_line="0 passed, 1 failed"
+  elif [ "$ts_status" -ne 0 ] && [[ "$ts_line" =~ \ 0\ failed$ ]]; then
+    ts_line="${ts_line%%,*}, 1 failed"
+  fi
+fi
+[[ "$ts_line" =~ \ 0\ failed$ ]] || status=1
+
 if [ "$status" -ne 0 ]; then
   for log in "$work"/sluice*.log; do echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; done
-  # The summary line stays the last line on stdout.
-  cat "$summary"
 fi
+# The combined summary stays the last line on stdout.
+read -r py_passed _ py_failed _ <<<"${py_line//,/}"
+read -r ts_passed _ ts_failed _ <<<"${ts_line//,/}"
+echo "$((py_passed + ts_passed)) passed, $((py_failed + ts_failed)) failed"
 exit "$status"
