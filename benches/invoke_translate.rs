@@ -3,7 +3,7 @@
 //! of objects (~5 elements each), against a naive baseline that clones a `serde_json::Value`
 //! tree and moves each field from its path to the renamed path.
 //!
-//! Run: `CARGO_TARGET_DIR=/work/targets/invoke cargo bench --bench invoke_translate`.
+//! Run: `cargo bench --bench invoke_translate`.
 
 use std::hint::black_box;
 

@@ -6,7 +6,7 @@
 #
 # Usage: benches/e2e/callgrind.sh [N] [workload...]   (defaults: 200, every default workload)
 # Needs valgrind and a built bench binary:
-#   CARGO_TARGET_DIR=/work/targets/e2e cargo bench --bench e2e_loopback --no-run
+#   cargo bench --bench e2e_loopback --no-run
 # Output files stay in $OUT (default /tmp/e2e-callgrind) for callgrind_annotate.
 set -euo pipefail
 n=${1:-200}

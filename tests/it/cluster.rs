@@ -1,5 +1,6 @@
 //! Integration tests: several sluice instances sharing sessions and stream routing through a
-//! real Redis (DESIGN.md §5), three instances in this process on their own 127.0.0.1 ports.
+//! real Redis (`[cluster]` in ARCHITECTURE.md), three instances in this process on their own
+//! 127.0.0.1 ports.
 //!
 //! Redis is found at `SLUICE_TEST_REDIS_URL` (default `redis://127.0.0.1:6379`); when it is not
 //! reachable each test prints a visible skip line and passes, unless `SLUICE_REQUIRE_REDIS=1`
