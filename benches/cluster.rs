@@ -22,9 +22,13 @@
 //! `redis://127.0.0.1:6379`): without it the bench prints a skip line, or fails when
 //! `SLUICE_REQUIRE_REDIS=1`. Owns only this bench; uses the public API only.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use common::runtime;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, HOST};
@@ -76,20 +80,6 @@ impl Settings {
             smoke: (!full).then_some(20),
         }
     }
-}
-
-fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(name)
-        .on_thread_start(move || {
-            if let Some(core) = core {
-                core_affinity::set_for_current(core);
-            }
-        })
-        .enable_all()
-        .build()
-        .expect("building a runtime")
 }
 
 fn redis_url() -> String {

@@ -26,10 +26,14 @@
 //! version: a few requests per workload, still checking every answer. Owns only this bench:
 //! it must not change or reach into product code beyond the public API.
 
+mod common;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use common::{runtime, CpuSample};
 
 use bytes::Bytes;
 use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HOST};
@@ -324,22 +328,6 @@ fn check_answer(
 }
 
 // === servers ===
-
-/// A one-worker multi-thread runtime (the production scheduler) whose threads are named `name`
-/// and pinned to `core` when there is one.
-fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(name)
-        .on_thread_start(move || {
-            if let Some(core) = core {
-                core_affinity::set_for_current(core);
-            }
-        })
-        .enable_all()
-        .build()
-        .expect("building a runtime")
-}
 
 /// What the servers listen on.
 struct Addrs {
@@ -706,20 +694,20 @@ fn run_cell(
         window_tx.send_replace(Some(window));
 
         tokio::time::sleep_until(window.start.into()).await;
-        let before = CpuSample::take();
+        let before = cpu_sample();
         // Sample when the window ends, while the connections are still running (or when they
         // all stop earlier, in a run with a fixed request count).
         let joined = futures::future::join_all(tasks);
         tokio::pin!(joined);
         let (after, outcomes) = tokio::select! {
             () = tokio::time::sleep_until(window.end.into()) => {
-                let after = CpuSample::take();
+                let after = cpu_sample();
                 let outcomes = tokio::time::timeout(HANG_LIMIT, joined)
                     .await
                     .unwrap_or_else(|_| panic!("{} × {conns}: requests hang", workload.name()));
                 (after, outcomes)
             }
-            outcomes = &mut joined => (CpuSample::take(), outcomes),
+            outcomes = &mut joined => (cpu_sample(), outcomes),
         };
         let mut results = Vec::with_capacity(conns);
         for outcome in outcomes {
@@ -742,7 +730,7 @@ fn run_cell(
             workload.name()
         );
         latencies.sort_unstable();
-        let (server_cpu, client_cpu, other_cpu) = before.usage(&after);
+        let (server_cpu, client_cpu, other_cpu) = usage(&before, &after);
         Cell {
             rps: latencies.len() as f64 / measured.as_secs_f64(),
             p50_us: percentile(&latencies, 0.50) / 1e3,
@@ -765,84 +753,20 @@ fn percentile(sorted: &[u64], q: f64) -> f64 {
 
 // === CPU accounting ===
 
-/// Clock ticks per second of `/proc/stat` (USER_HZ, 100 on Linux).
-const TICKS_PER_SEC: f64 = 100.0;
-
-/// CPU times at one instant: per runtime (ns on a CPU, from `/proc/self/task/*/schedstat`),
-/// this process, and the whole machine (ticks, from `/proc/stat`).
-struct CpuSample {
-    at: Instant,
-    server_ns: u64,
-    client_ns: u64,
-    process_ns: u64,
-    machine_busy_ticks: u64,
+/// (server, client core, others) busy cores between `before` and `after`. The client core also
+/// runs the demo API.
+fn usage(before: &CpuSample, after: &CpuSample) -> (f64, f64, f64) {
+    let secs = before.secs(after);
+    (
+        before.server_ns(after) as f64 / 1e9 / secs,
+        before.client_ns(after) as f64 / 1e9 / secs,
+        before.other_cores(after),
+    )
 }
 
-impl CpuSample {
-    fn take() -> Self {
-        let (mut server_ns, mut client_ns, mut process_ns) = (0, 0, 0);
-        if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
-            for task in tasks.flatten() {
-                let path = task.path();
-                let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
-                    continue;
-                };
-                let ns: u64 = std::fs::read_to_string(path.join("schedstat"))
-                    .ok()
-                    .and_then(|s| s.split_whitespace().next()?.parse().ok())
-                    .unwrap_or(0);
-                process_ns += ns;
-                if comm.starts_with(SERVER_THREAD) {
-                    server_ns += ns;
-                } else if comm.starts_with(CLIENT_THREAD) || comm.starts_with(API_THREAD) {
-                    // The client core also runs the demo API.
-                    client_ns += ns;
-                }
-            }
-        }
-        Self {
-            at: Instant::now(),
-            server_ns,
-            client_ns,
-            process_ns,
-            machine_busy_ticks: machine_busy_ticks(),
-        }
-    }
-
-    /// (server, client core, others) busy cores between `self` and `later`.
-    fn usage(&self, later: &Self) -> (f64, f64, f64) {
-        let secs = (later.at - self.at).as_secs_f64().max(1e-3);
-        let cores = |a: u64, b: u64| b.saturating_sub(a) as f64 / 1e9 / secs;
-        let process = cores(self.process_ns, later.process_ns);
-        let machine = later
-            .machine_busy_ticks
-            .saturating_sub(self.machine_busy_ticks) as f64
-            / TICKS_PER_SEC
-            / secs;
-        (
-            cores(self.server_ns, later.server_ns),
-            cores(self.client_ns, later.client_ns),
-            (machine - process).max(0.0),
-        )
-    }
-}
-
-/// Busy ticks of all cores from `/proc/stat` (everything but idle and iowait).
-fn machine_busy_ticks() -> u64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
-        return 0;
-    };
-    let Some(line) = stat.lines().next() else {
-        return 0;
-    };
-    let values: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    let total: u64 = values.iter().take(8).sum();
-    let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
-    total.saturating_sub(idle)
+/// A CPU sample of this bench's runtimes.
+fn cpu_sample() -> CpuSample {
+    CpuSample::take(&[SERVER_THREAD], &[CLIENT_THREAD, API_THREAD])
 }
 
 // === report ===
@@ -932,11 +856,7 @@ fn main() {
         Settings::smoke()
     };
 
-    let cores = core_affinity::get_core_ids().unwrap_or_default();
-    let (server_core, client_core) = match cores.as_slice() {
-        [first, second, ..] => (Some(*first), Some(*second)),
-        _ => (None, None),
-    };
+    let (server_core, client_core) = common::server_and_client_cores();
     if bench {
         match (server_core, client_core) {
             (Some(s), Some(c)) => println!(

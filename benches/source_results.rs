@@ -32,11 +32,15 @@
 //!
 //! Owns only this bench: it must not change or reach into product code beyond the public API.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use common::{runtime, CpuSample};
 
 use bytes::{Bytes, BytesMut};
 use http::header::{ACCEPT, CONTENT_TYPE, HOST};
@@ -424,22 +428,6 @@ source = "q"
 exposed = "query"
 "#
     )
-}
-
-/// A one-worker multi-thread runtime (the production scheduler) whose threads are named `name`
-/// and pinned to `core` when there is one.
-fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(name)
-        .on_thread_start(move || {
-            if let Some(core) = core {
-                core_affinity::set_for_current(core);
-            }
-        })
-        .enable_all()
-        .build()
-        .expect("building a runtime")
 }
 
 /// Starts the providers on `provider_rt` and sluice on `server_rt`; dropping the returned
@@ -901,83 +889,18 @@ fn check_final(message: &Message, id: u64, settings: &Settings) -> Result<(u64, 
 
 // === CPU accounting ===
 
-/// Clock ticks per second of `/proc/stat` (USER_HZ, 100 on Linux).
-const TICKS_PER_SEC: f64 = 100.0;
-
-/// CPU times at one instant: per runtime (ns on a CPU, from `/proc/self/task/*/schedstat`),
-/// this process, and the whole machine (ticks, from `/proc/stat`).
-struct CpuSample {
-    at: Instant,
-    server_ns: u64,
-    client_ns: u64,
-    process_ns: u64,
-    machine_busy_ticks: u64,
+/// (server ms, client + provider ms, other busy cores) between `before` and `after`.
+fn usage(before: &CpuSample, after: &CpuSample) -> (f64, f64, f64) {
+    (
+        before.server_ns(after) as f64 / 1e6,
+        before.client_ns(after) as f64 / 1e6,
+        before.other_cores(after),
+    )
 }
 
-impl CpuSample {
-    fn take() -> Self {
-        let (mut server_ns, mut client_ns, mut process_ns) = (0, 0, 0);
-        if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
-            for task in tasks.flatten() {
-                let path = task.path();
-                let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
-                    continue;
-                };
-                let ns: u64 = std::fs::read_to_string(path.join("schedstat"))
-                    .ok()
-                    .and_then(|s| s.split_whitespace().next()?.parse().ok())
-                    .unwrap_or(0);
-                process_ns += ns;
-                if comm.starts_with(SERVER_THREAD) {
-                    server_ns += ns;
-                } else if comm.starts_with(CLIENT_THREAD) || comm.starts_with(PROVIDER_THREAD) {
-                    client_ns += ns;
-                }
-            }
-        }
-        Self {
-            at: Instant::now(),
-            server_ns,
-            client_ns,
-            process_ns,
-            machine_busy_ticks: machine_busy_ticks(),
-        }
-    }
-
-    /// (server ms, client + provider ms, other busy cores) between `self` and `later`.
-    fn usage(&self, later: &Self) -> (f64, f64, f64) {
-        let secs = (later.at - self.at).as_secs_f64().max(1e-3);
-        let ms = |a: u64, b: u64| b.saturating_sub(a) as f64 / 1e6;
-        let process = ms(self.process_ns, later.process_ns) / 1e3 / secs;
-        let machine = later
-            .machine_busy_ticks
-            .saturating_sub(self.machine_busy_ticks) as f64
-            / TICKS_PER_SEC
-            / secs;
-        (
-            ms(self.server_ns, later.server_ns),
-            ms(self.client_ns, later.client_ns),
-            (machine - process).max(0.0),
-        )
-    }
-}
-
-/// Busy ticks of all cores from `/proc/stat` (everything but idle and iowait).
-fn machine_busy_ticks() -> u64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
-        return 0;
-    };
-    let Some(line) = stat.lines().next() else {
-        return 0;
-    };
-    let values: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    let total: u64 = values.iter().take(8).sum();
-    let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
-    total.saturating_sub(idle)
+/// A CPU sample of this bench's runtimes.
+fn cpu_sample() -> CpuSample {
+    CpuSample::take(&[SERVER_THREAD], &[CLIENT_THREAD, PROVIDER_THREAD])
 }
 
 // === report ===
@@ -1135,11 +1058,7 @@ fn main() {
         Settings::smoke()
     });
 
-    let cores = core_affinity::get_core_ids().unwrap_or_default();
-    let (server_core, client_core) = match cores.as_slice() {
-        [first, second, ..] => (Some(*first), Some(*second)),
-        _ => (None, None),
-    };
+    let (server_core, client_core) = common::server_and_client_cores();
     let data = Arc::new(Dataset::new(&settings));
     if bench {
         match (server_core, client_core) {
@@ -1173,7 +1092,7 @@ fn main() {
     for round in 0..settings.warmup_rounds + settings.rounds {
         let measured = round >= settings.warmup_rounds;
         for (scenario, list) in &mut runs {
-            let before = CpuSample::take();
+            let before = cpu_sample();
             let call = invoke(addr, *scenario, next_id, Arc::clone(&settings));
             // Built inside the task: the timer needs the client runtime.
             let task = client_rt.spawn(async move { tokio::time::timeout(HANG_LIMIT, call).await });
@@ -1185,7 +1104,7 @@ fn main() {
                     panic!("{}: no final response in {HANG_LIMIT:?}", scenario.name())
                 })
                 .unwrap_or_else(|why| panic!("{}: {why}", scenario.name()));
-            let (server_ms, client_ms, others) = before.usage(&CpuSample::take());
+            let (server_ms, client_ms, others) = usage(&before, &cpu_sample());
             run.server_cpu_ms = server_ms;
             run.client_cpu_ms = client_ms;
             run.others = others;
