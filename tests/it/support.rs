@@ -1,149 +1,78 @@
-//! What several test modules share: a request builder, a buffered HTTP reply and the
-//! one-connection HTTP/1.1 client that produces it. Owns only client-side plumbing; assertions
-//! about sluice's answers stay in the modules that test them (they add inherent methods to
-//! [`Reply`] where they need them).
+//! The one test kit of the integration binary: [`TestServer`] (sluice on 127.0.0.1:0, shut
+//! down on drop), [`Downstream`] (a fake business API built route by route), [`Reply`] and
+//! [`SseReader`] (answers read whole or event by event), [`Binary`] (the real `sluice serve`
+//! with its JSON logs), the one-connection clients and raw socket helpers, and the MCP bodies
+//! every module sends. Tests read like sentences:
+//!
+//! ```ignore
+//! let api = Downstream::new().route("/echo", Answer::Json(r#"{"message":"hello"}"#)).start().await;
+//! let server = TestServer::toml(&config_text(api.addr)).json_posts().start().await;
+//! let reply = post(server.addr, MCP, &[], PING).await;
+//! ```
+//!
+//! Owns only client-side and fake-side plumbing: assertions about sluice's answers stay in
+//! the modules that test them. Nothing here may change what a test asserts.
 
-use std::net::SocketAddr;
+mod client;
+mod downstream;
+mod mcp;
+mod process;
+mod reply;
+mod server;
+mod sse;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
-use serde_json::Value;
-use tokio::net::TcpStream;
+pub use client::{
+    open, post, raw, raw_status, read_until_closed, request, request_to_host,
+    send, write_request,
+};
+pub use downstream::{full, http_server, Answer, Answered, Downstream, Received};
+pub use mcp::{call_body, initialize_body, modern_meta, session, INITIALIZED, MODERN};
+pub use process::Binary;
+pub use reply::Reply;
+pub use server::{demo, ServerBuilder, TestServer};
+pub use sse::SseReader;
 
 /// The hang guard of every exchange: a test that waits longer has found a hang.
 pub const GUARD: Duration = Duration::from_secs(20);
 
-/// A whole answer: status, headers and the collected body.
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
+/// The `Accept` of an MCP client that takes either answer.
+pub const BOTH: &str = "application/json, text/event-stream";
 
-impl Reply {
-    /// The body as JSON; panics with the body when it is not. An SSE body (the default answer
-    /// of a handshake-era request) stands for the data of its last `message` event, so tests
-    /// that check the answer, not its framing, read both the same.
-    pub fn json(&self) -> Value {
-        let body = if self.header("content-type").starts_with("text/event-stream") {
-            last_message(&self.body)
-        } else {
-            self.body.clone()
-        };
-        serde_json::from_slice(&body).unwrap_or_else(|err| {
-            panic!(
-                "not JSON ({err}): {:?}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
+/// The MCP endpoint of tenant `acme`, client `app`.
+pub const MCP: &str = "/runtime/acme/app/mcp";
 
-    /// A header's value, or `""` when absent or not visible ASCII.
-    pub fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-}
+/// A fresh directory under the system temporary directory, removed when dropped.
+pub struct TempDir(PathBuf);
 
-/// The data of the last non-empty `message` event of an SSE body (empty when there is none).
-fn last_message(body: &Bytes) -> Bytes {
-    let mut decoder = sluice::sse::Decoder::new();
-    let mut buf = bytes::BytesMut::from(&body[..]);
-    let mut last = Bytes::new();
-    while let Ok(Some(event)) = decoder.decode(&mut buf) {
-        if event.event_type() == b"message" && !event.data.is_empty() {
-            last = event.data;
-        }
-    }
-    last
-}
-
-/// A request to `addr` with a `Host` header, these headers and this body.
-pub fn request(
-    addr: SocketAddr,
-    method: Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Request<Full<Bytes>> {
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string());
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    builder
-        .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
-        .expect("request")
-}
-
-/// Sends on a fresh HTTP/1.1 connection and returns the head and the streaming body.
-pub async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> http::Response<Incoming> {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    tokio::time::timeout(GUARD, sender.send_request(req))
-        .await
-        .expect("response in time")
-        .expect("response")
-}
-
-/// Sends on a fresh connection and collects the whole answer.
-pub async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
-    let (parts, body) = open(addr, req).await.into_parts();
-    let body = tokio::time::timeout(GUARD, body.collect())
-        .await
-        .expect("body in time")
-        .expect("body")
-        .to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
-}
-
-/// sluice serving the bundled demo (`sluice demo`: the demo APIs and its configuration) on
-/// 127.0.0.1:0; shuts down when dropped.
-pub struct Demo {
-    pub addr: SocketAddr,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl Demo {
-    pub async fn start() -> Demo {
-        let api = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base = format!("http://{}", api.local_addr().expect("addr"));
-        tokio::spawn(sluice::demo::serve_api(api, std::future::pending()));
-        let config = sluice::catalog::load::parse(&sluice::demo::config_text(&base), "demo")
-            .expect("the demo configuration parses");
-        let catalog = std::sync::Arc::new(
-            sluice::catalog::Catalog::from_config(&config)
-                .expect("the demo configuration is valid"),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(
-            listener,
-            sluice::ServeConfig::from_catalog(catalog),
-            async move {
-                let _ = stopped.await;
-            },
+impl TempDir {
+    /// `sluice-it-{name}-{pid}-{n}`, created.
+    pub fn new(name: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "sluice-it-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
         ));
-        Demo { addr, _stop: stop }
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// A path inside the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
