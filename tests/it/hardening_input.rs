@@ -4,82 +4,18 @@
 //! legacy stream, and the id of refusals in each era. Over real sockets on 127.0.0.1, against a downstream hyper server
 //! that records every request it receives (so "nothing ran" is observed, not assumed).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::ops::Deref;
 
-use bytes::Bytes;
-use http::{Method, Request};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use http::Method;
 use serde_json::{json, Value};
-use sluice::catalog::Catalog;
 use sluice::ServeConfig;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-use super::support::{open, request, send, Reply};
+use crate::support::{
+    call_body as call, modern_meta, open, Answer, Downstream, TestServer, MCP, MODERN,
+};
 
-const BOTH: &str = "application/json, text/event-stream";
-const MCP: &str = "/runtime/acme/app/mcp";
-const MODERN: &str = "2026-07-28";
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-
-// === downstream ===
-
-/// A downstream API that records the path and query of every request, then answers
-/// `{"ok":true}`.
-struct Downstream {
-    addr: SocketAddr,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl Downstream {
-    async fn start() -> Downstream {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let recorder = Arc::clone(&seen);
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let recorder = Arc::clone(&recorder);
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: Request<Incoming>| {
-                        let recorder = Arc::clone(&recorder);
-                        async move {
-                            let target = req
-                                .uri()
-                                .path_and_query()
-                                .map_or_else(String::new, |pq| pq.as_str().to_owned());
-                            recorder.lock().expect("lock").push(target);
-                            let mut response = http::Response::new(Full::new(Bytes::from_static(
-                                b"{\"ok\":true}",
-                            )));
-                            response
-                                .headers_mut()
-                                .insert("content-type", "application/json".parse().expect("hv"));
-                            Ok::<_, Infallible>(response)
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Downstream { addr, seen }
-    }
-
-    /// Every request target received so far.
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().expect("lock").clone()
-    }
-}
 
 // === sluice ===
 
@@ -131,12 +67,18 @@ toolset = "shop"
     )
 }
 
-/// sluice on 127.0.0.1:0 over a fresh recording downstream, answering JSON when the client
-/// accepts both media types; shuts down when dropped.
+/// sluice on 127.0.0.1:0 over a fresh downstream that records every request and answers
+/// `{"ok":true}`, answering JSON when the client accepts both media types.
 struct Sluice {
-    addr: SocketAddr,
+    server: TestServer,
     downstream: Downstream,
-    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Deref for Sluice {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
 }
 
 impl Sluice {
@@ -144,89 +86,27 @@ impl Sluice {
         Self::with(|_| {}).await
     }
 
-    async fn with(configure: impl FnOnce(&mut ServeConfig)) -> Sluice {
-        let downstream = Downstream::start().await;
-        let config = sluice::catalog::load::parse(&config_text(downstream.addr), "test")
-            .expect("config parses");
-        let catalog = Arc::new(Catalog::from_config(&config).expect("valid"));
-        let mut config = ServeConfig::from_catalog(catalog);
-        config.post_framing = sluice::catalog::model::PostFraming::Json;
-        configure(&mut config);
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(listener, config, async move {
-            let _ = stopped.await;
-        }));
-        Sluice {
-            addr,
-            downstream,
-            stop: Some(stop),
-        }
+    async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Sluice {
+        let downstream = Downstream::new()
+            .fallback(Answer::Json(r#"{"ok":true}"#))
+            .start()
+            .await;
+        let server = TestServer::toml(&config_text(downstream.addr))
+            .json_posts()
+            .with(configure)
+            .start()
+            .await;
+        Sluice { server, downstream }
     }
 
-    async fn post_to(&self, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {
-        let mut headers = vec![("accept", BOTH), ("content-type", "application/json")];
-        for (name, value) in extra {
-            headers.retain(|(n, _)| n != name);
-            headers.push((name, value));
-        }
-        send(
-            self.addr,
-            request(self.addr, Method::POST, path, &headers, body),
-        )
-        .await
-    }
-
-    async fn post(&self, extra: &[(&str, &str)], body: &str) -> Reply {
-        self.post_to(MCP, extra, body).await
-    }
-
-    /// A fresh Streamable HTTP session (handshake era).
+    /// A fresh Streamable HTTP session (handshake era; `initialize` only).
     async fn session(&self) -> String {
-        let reply = self.post(&[], INITIALIZE).await;
+        let reply = self.post(MCP, &[], INITIALIZE).await;
         assert_eq!(reply.status.as_u16(), 200, "{:?}", reply.body);
         let id = reply.header("mcp-session-id").to_owned();
         assert!(!id.is_empty(), "initialize minted no session");
         id
     }
-}
-
-impl Drop for Sluice {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-impl Reply {
-    /// Asserts a JSON-RPC error answer with this status, code and id; returns the body.
-    fn expect_error(&self, status: u16, code: i64, id: Value) -> Value {
-        assert_eq!(
-            self.status.as_u16(),
-            status,
-            "body {:?}",
-            String::from_utf8_lossy(&self.body)
-        );
-        assert_eq!(self.header("content-type"), "application/json");
-        let body = self.json();
-        assert_eq!(body["jsonrpc"], "2.0");
-        assert_eq!(body["error"]["code"], code, "{body}");
-        assert_eq!(body.get("id"), Some(&id), "{body}");
-        body
-    }
-}
-
-fn call(id: u64, tool: &str, arguments: Value) -> String {
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-        "params":{"name":tool,"arguments":arguments}})
-    .to_string()
-}
-
-fn modern_meta() -> Value {
-    json!({"io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {}})
 }
 
 // === point 3: path arguments ===
@@ -237,9 +117,9 @@ async fn dot_and_empty_path_arguments_are_invalid_params_and_reach_no_downstream
     for (n, value) in ["..", ".", ""].into_iter().enumerate() {
         let id = n as u64 + 1;
         let reply = sluice
-            .post(&[], &call(id, "get_item", json!({ "id": value })))
+            .post(MCP, &[], &call(id, "get_item", json!({ "id": value })))
             .await;
-        let body = reply.expect_error(200, -32602, json!(id));
+        let body = reply.assert_error(200, -32602, json!(id));
         let message = body["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("'id'"), "the argument is named: {body}");
     }
@@ -254,7 +134,7 @@ async fn dot_and_empty_path_arguments_are_invalid_params_and_reach_no_downstream
         ("../x", "/items/..%2Fx/detail"),
     ] {
         let reply = sluice
-            .post(&[], &call(9, "get_item", json!({ "id": value })))
+            .post(MCP, &[], &call(9, "get_item", json!({ "id": value })))
             .await;
         assert_eq!(reply.status.as_u16(), 200);
         assert_eq!(reply.json()["result"]["isError"], false, "{value}");
@@ -269,13 +149,13 @@ async fn dot_and_empty_path_arguments_are_400_on_rest_and_reach_no_downstream() 
     let path = "/runtime/acme/app/tools/get_item";
     for value in ["..", ".", ""] {
         let body = json!({ "id": value }).to_string();
-        let reply = sluice.post_to(path, &[], &body).await;
-        let body = reply.expect_error(400, -32602, Value::Null);
+        let reply = sluice.post(path, &[], &body).await;
+        let body = reply.assert_error(400, -32602, Value::Null);
         let message = body["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("'id'"), "the argument is named: {body}");
     }
     assert_eq!(sluice.downstream.seen(), Vec::<String>::new());
-    let reply = sluice.post_to(path, &[], r#"{"id":"a b"}"#).await;
+    let reply = sluice.post(path, &[], r#"{"id":"a b"}"#).await;
     assert_eq!(reply.status.as_u16(), 200);
     assert_eq!(sluice.downstream.seen(), vec!["/items/a%20b/detail"]);
 }
@@ -295,12 +175,12 @@ async fn bytes_after_the_message_are_a_parse_error_even_after_a_nul() {
         "\u{0}\u{0}\u{0}",
     ] {
         let body = format!("{message}{tail}");
-        let reply = sluice.post(&[], &body).await;
-        reply.expect_error(400, -32700, Value::Null);
+        let reply = sluice.post(MCP, &[], &body).await;
+        reply.assert_error(400, -32700, Value::Null);
     }
     assert_eq!(sluice.downstream.seen(), Vec::<String>::new());
     // Trailing whitespace is fine.
-    let reply = sluice.post(&[], &format!("{message} \r\n\t")).await;
+    let reply = sluice.post(MCP, &[], &format!("{message} \r\n\t")).await;
     assert_eq!(reply.status.as_u16(), 200);
     assert_eq!(sluice.downstream.seen(), vec!["/customer"]);
 }
@@ -310,24 +190,24 @@ async fn repeated_names_inside_params_or_arguments_are_invalid_requests_and_run_
     let sluice = Sluice::start().await;
     let in_params = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_customer","name":"place_order"}}"#;
     sluice
-        .post(&[], in_params)
+        .post(MCP, &[], in_params)
         .await
-        .expect_error(400, -32600, json!(1));
+        .assert_error(400, -32600, json!(1));
     let in_arguments = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"place_order","arguments":{"amount":1,"amount":1000}}}"#;
     sluice
-        .post(&[], in_arguments)
+        .post(MCP, &[], in_arguments)
         .await
-        .expect_error(400, -32600, json!(2));
+        .assert_error(400, -32600, json!(2));
     let escaped = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"place_order","arguments":{"amount":1,"\u0061mount":1000}}}"#;
     sluice
-        .post(&[], escaped)
+        .post(MCP, &[], escaped)
         .await
-        .expect_error(400, -32600, json!(3));
+        .assert_error(400, -32600, json!(3));
     let top_level = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_customer"},"x":1,"x":2}"#;
     sluice
-        .post(&[], top_level)
+        .post(MCP, &[], top_level)
         .await
-        .expect_error(400, -32600, Value::Null);
+        .assert_error(400, -32600, Value::Null);
     // The stateless era refuses them the same way.
     let modern = format!(
         r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"_meta":{},"name":"place_order","arguments":{{"amount":1,"amount":2}}}}}}"#,
@@ -339,9 +219,9 @@ async fn repeated_names_inside_params_or_arguments_are_invalid_requests_and_run_
         ("mcp-name", "place_order"),
     ];
     sluice
-        .post(&headers, &modern)
+        .post(MCP, &headers, &modern)
         .await
-        .expect_error(400, -32600, json!(5));
+        .assert_error(400, -32600, json!(5));
     assert_eq!(sluice.downstream.seen(), Vec::<String>::new());
 }
 
@@ -356,12 +236,12 @@ async fn rest_bodies_follow_the_same_strictness_and_run_nothing() {
         "{\"amount\":1}\u{0}",
     ] {
         sluice
-            .post_to(path, &[], body)
+            .post(path, &[], body)
             .await
-            .expect_error(400, -32602, Value::Null);
+            .assert_error(400, -32602, Value::Null);
     }
     assert_eq!(sluice.downstream.seen(), Vec::<String>::new());
-    let reply = sluice.post_to(path, &[], r#"{"amount":1}"#).await;
+    let reply = sluice.post(path, &[], r#"{"amount":1}"#).await;
     assert_eq!(reply.status.as_u16(), 200);
     assert_eq!(sluice.downstream.seen(), vec!["/orders"]);
 }
@@ -373,8 +253,8 @@ async fn huge_names_are_echoed_cut_to_a_small_error() {
     let limit = 1024;
 
     let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{huge}"}}"#);
-    let reply = sluice.post(&[], &body).await;
-    let error = reply.expect_error(200, -32601, json!(1));
+    let reply = sluice.post(MCP, &[], &body).await;
+    let error = reply.assert_error(200, -32601, json!(1));
     assert!(reply.body.len() < limit, "{} bytes", reply.body.len());
     let message = error["error"]["message"].as_str().unwrap_or_default();
     assert!(message.ends_with('…'), "{message}");
@@ -385,7 +265,7 @@ async fn huge_names_are_echoed_cut_to_a_small_error() {
         ("resources/read", json!({ "uri": huge })),
     ] {
         let body = json!({"jsonrpc":"2.0","id":2,"method":method,"params":params}).to_string();
-        let reply = sluice.post(&[], &body).await;
+        let reply = sluice.post(MCP, &[], &body).await;
         assert_eq!(reply.status.as_u16(), 200, "{method}");
         assert!(reply.json()["error"]["code"].is_i64(), "{method}");
         assert!(
@@ -405,13 +285,12 @@ async fn messages_with_a_streamable_session_is_404_and_runs_nothing() {
     let path = format!("/runtime/acme/app/messages?sessionId={session}");
     let body = call(3, "get_customer", json!({}));
     sluice
-        .post_to(&path, &[], &body)
+        .post(&path, &[], &body)
         .await
-        .expect_error(404, -32000, Value::Null);
+        .assert_error(404, -32000, Value::Null);
 
     // Holding a GET stream of its own does not make it a legacy session either.
-    let get = request(
-        sluice.addr,
+    let get = sluice.request(
         Method::GET,
         MCP,
         &[
@@ -423,13 +302,15 @@ async fn messages_with_a_streamable_session_is_404_and_runs_nothing() {
     let stream = open(sluice.addr, get).await;
     assert_eq!(stream.status().as_u16(), 200);
     sluice
-        .post_to(&path, &[], &body)
+        .post(&path, &[], &body)
         .await
-        .expect_error(404, -32000, Value::Null);
+        .assert_error(404, -32000, Value::Null);
     drop(stream);
 
     // The session itself is untouched, and nothing ran downstream.
-    let reply = sluice.post(&[("mcp-session-id", &session)], &body).await;
+    let reply = sluice
+        .post(MCP, &[("mcp-session-id", &session)], &body)
+        .await;
     assert_eq!(reply.status.as_u16(), 200);
     assert_eq!(sluice.downstream.seen(), vec!["/customer"]);
 }
@@ -442,14 +323,15 @@ async fn unsupported_protocol_version_has_no_id_in_the_handshake_era_and_keeps_i
     let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
     for version in ["2025-01-01", "1999-01-01", "", "latest"] {
         sluice
-            .post(&[("mcp-protocol-version", version)], ping)
+            .post(MCP, &[("mcp-protocol-version", version)], ping)
             .await
-            .expect_error(400, -32000, Value::Null);
+            .assert_error(400, -32000, Value::Null);
     }
     // Inside a session too.
     let session = sluice.session().await;
     sluice
         .post(
+            MCP,
             &[
                 ("mcp-session-id", &session),
                 ("mcp-protocol-version", "2025-01-01"),
@@ -457,7 +339,7 @@ async fn unsupported_protocol_version_has_no_id_in_the_handshake_era_and_keeps_i
             ping,
         )
         .await
-        .expect_error(400, -32000, Value::Null);
+        .assert_error(400, -32000, Value::Null);
 
     // The stateless era keeps the id: an envelope naming an unsupported version (-32022),
     // and a stateless-era header without the envelope (-32602).
@@ -467,6 +349,7 @@ async fn unsupported_protocol_version_has_no_id_in_the_handshake_era_and_keeps_i
     .to_string();
     sluice
         .post(
+            MCP,
             &[
                 ("mcp-protocol-version", "2099-01-01"),
                 ("mcp-method", "tools/list"),
@@ -474,11 +357,11 @@ async fn unsupported_protocol_version_has_no_id_in_the_handshake_era_and_keeps_i
             &future,
         )
         .await
-        .expect_error(400, -32022, json!(8));
+        .assert_error(400, -32022, json!(8));
     sluice
-        .post(&[("mcp-protocol-version", MODERN)], ping)
+        .post(MCP, &[("mcp-protocol-version", MODERN)], ping)
         .await
-        .expect_error(400, -32602, json!(7));
+        .assert_error(400, -32602, json!(7));
 }
 
 #[tokio::test]
@@ -488,14 +371,15 @@ async fn malformed_json_and_a_disallowed_origin_carry_no_id() {
     })
     .await;
     sluice
-        .post(&[], r#"{"jsonrpc":"2.0","id":7,"method":"ping""#)
+        .post(MCP, &[], r#"{"jsonrpc":"2.0","id":7,"method":"ping""#)
         .await
-        .expect_error(400, -32700, Value::Null);
+        .assert_error(400, -32700, Value::Null);
     sluice
         .post(
+            MCP,
             &[("origin", "https://evil.example.com")],
             r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
         )
         .await
-        .expect_error(403, -32000, Value::Null);
+        .assert_error(403, -32000, Value::Null);
 }
