@@ -5,30 +5,26 @@
 //! queue bounded (an unread legacy `/sse` stream refuses POSTs with 503 before they run and
 //! keeps the real binary's memory bounded; a full GET stream is closed).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use sluice::catalog::Catalog;
 use sluice::transport::stream::{Resumed, StreamConfig, StreamKind, StreamRegistry};
 use sluice::transport::PostFraming;
 use sluice::ServeConfig;
-use tokio::net::TcpListener;
-use tokio::sync::{oneshot, Notify};
 
-use super::support::{open, request, send, Reply, GUARD};
+use crate::support::{
+    call_body, initialize_body, open, request, send, Answer, Downstream, Reply, SseReader,
+    TestServer, BOTH, GUARD, INITIALIZED, MCP,
+};
 
-const BOTH: &str = "application/json, text/event-stream";
-const MCP: &str = "/runtime/acme/app/mcp";
 const VERSION: &str = "2025-11-25";
 
 // === downstream ===
@@ -36,94 +32,18 @@ const VERSION: &str = "2025-11-25";
 /// A downstream API: `GET /echo` answers at once; `GET /hold` counts the call and answers only
 /// once the test calls [`Downstream::release`]; `POST /big` answers `{"text": …}` with the
 /// request's own `text` (a large answer for a large request).
-struct Downstream {
-    addr: SocketAddr,
-    held: Arc<AtomicUsize>,
-    entered: Arc<Notify>,
-    release: Arc<Notify>,
-    big_calls: Arc<AtomicUsize>,
+async fn downstream() -> Downstream {
+    Downstream::new()
+        .route("/hold", Answer::Hold(r#"{"message":"released"}"#))
+        .route("/big", Answer::Echo)
+        .fallback(Answer::Json(r#"{"message":"hello"}"#))
+        .start()
+        .await
 }
 
-impl Downstream {
-    async fn start() -> Downstream {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let held = Arc::new(AtomicUsize::new(0));
-        let entered = Arc::new(Notify::new());
-        let release = Arc::new(Notify::new());
-        let big_calls = Arc::new(AtomicUsize::new(0));
-        let (h, e, r, b) = (
-            held.clone(),
-            entered.clone(),
-            release.clone(),
-            big_calls.clone(),
-        );
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let (h, e, r, b) = (h.clone(), e.clone(), r.clone(), b.clone());
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: Request<Incoming>| {
-                        let (h, e, r, b) = (h.clone(), e.clone(), r.clone(), b.clone());
-                        async move {
-                            let body = match req.uri().path() {
-                                "/hold" => {
-                                    let released = r.notified();
-                                    h.fetch_add(1, Ordering::SeqCst);
-                                    e.notify_one();
-                                    released.await;
-                                    Bytes::from_static(br#"{"message":"released"}"#)
-                                }
-                                "/big" => {
-                                    b.fetch_add(1, Ordering::SeqCst);
-                                    let body = req.into_body().collect().await;
-                                    body.map(|b| b.to_bytes()).unwrap_or_default()
-                                }
-                                _ => Bytes::from_static(br#"{"message":"hello"}"#),
-                            };
-                            let mut response = http::Response::new(Full::new(body));
-                            response
-                                .headers_mut()
-                                .insert("content-type", "application/json".parse().expect("hv"));
-                            Ok::<_, Infallible>(response)
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Downstream {
-            addr,
-            held,
-            entered,
-            release,
-            big_calls,
-        }
-    }
-
-    /// Waits until `n` held calls have reached the downstream.
-    async fn wait_held(&self, n: usize) {
-        tokio::time::timeout(GUARD, async {
-            while self.held.load(Ordering::SeqCst) < n {
-                let entered = self.entered.notified();
-                if self.held.load(Ordering::SeqCst) >= n {
-                    break;
-                }
-                let _ = tokio::time::timeout(Duration::from_millis(50), entered).await;
-            }
-        })
-        .await
-        .expect("the held calls reach the downstream");
-    }
-
-    /// Lets every held call answer.
-    fn release(&self) {
-        self.release.notify_waiters();
-    }
+/// How many calls reached `POST /big`.
+fn big_calls(downstream: &Downstream) -> usize {
+    downstream.seen().iter().filter(|p| *p == "/big").count()
 }
 
 // === sluice ===
@@ -199,10 +119,15 @@ fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::catalog::
 
 /// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped.
 struct Sluice {
-    addr: SocketAddr,
-    catalog: Arc<Catalog>,
+    server: TestServer,
     downstream: Downstream,
-    _stop: oneshot::Sender<()>,
+}
+
+impl Deref for Sluice {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
 }
 
 impl Sluice {
@@ -210,24 +135,12 @@ impl Sluice {
         Self::with(|_| {}).await
     }
 
-    async fn with(configure: impl FnOnce(&mut ServeConfig)) -> Sluice {
-        let downstream = Downstream::start().await;
+    async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Sluice {
+        let downstream = downstream().await;
         let catalog =
             Arc::new(Catalog::from_config(&catalog_config(downstream.addr, false)).expect("valid"));
-        let mut config = ServeConfig::from_catalog(Arc::clone(&catalog));
-        configure(&mut config);
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(listener, config, async move {
-            let _ = stopped.await;
-        }));
-        Sluice {
-            addr,
-            catalog,
-            downstream,
-            _stop: stop,
-        }
+        let server = TestServer::catalog(catalog).with(configure).start().await;
+        Sluice { server, downstream }
     }
 
     /// Reloads the catalog with one more tool: list_changed goes out.
@@ -255,37 +168,19 @@ impl Sluice {
 
     /// Initializes a session at [`VERSION`] and sends `notifications/initialized`.
     async fn session(&self) -> String {
-        let reply = self.post(None, &initialize_body()).await;
+        let reply = self.post(None, &initialize_body(VERSION)).await;
         assert_eq!(reply.status, StatusCode::OK);
         assert_eq!(reply.json()["result"]["protocolVersion"], VERSION);
         let id = reply.header("mcp-session-id").to_owned();
         assert!(!id.is_empty());
-        let reply = self
-            .post(
-                Some(&id),
-                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            )
-            .await;
+        let reply = self.post(Some(&id), INITIALIZED).await;
         assert_eq!(reply.status, StatusCode::ACCEPTED);
         id
     }
 
     /// Opens an SSE response (POST answer or GET stream) and reads it event by event.
     async fn sse(&self, req: Request<Full<Bytes>>) -> SseReader {
-        let (parts, body) = open(self.addr, req).await.into_parts();
-        SseReader {
-            status: parts.status,
-            content_type: parts
-                .headers
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_owned(),
-            body,
-            buf: BytesMut::new(),
-            raw: Vec::new(),
-            decoder: sluice::sse::Decoder::new(),
-        }
+        SseReader::open(self.addr, req).await
     }
 
     fn get_request(&self, session: &str, last_event_id: Option<&str>) -> Request<Full<Bytes>> {
@@ -298,94 +193,6 @@ impl Sluice {
             headers.push(("last-event-id", id));
         }
         request(self.addr, Method::GET, MCP, &headers, "")
-    }
-}
-
-fn initialize_body() -> String {
-    json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion": VERSION,
-        "capabilities": {},
-        "clientInfo": {"name":"test","version":"1"}}})
-    .to_string()
-}
-
-fn call_body(id: u64, tool: &str, arguments: Value) -> String {
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-           "params":{"name":tool,"arguments":arguments}})
-    .to_string()
-}
-
-/// An SSE body read event by event; `raw` keeps every byte (comments included).
-struct SseReader {
-    status: StatusCode,
-    content_type: String,
-    body: Incoming,
-    buf: BytesMut,
-    raw: Vec<u8>,
-    decoder: sluice::sse::Decoder,
-}
-
-impl SseReader {
-    /// Reads one more body chunk; false when the body ended.
-    async fn read_chunk(&mut self) -> bool {
-        let frame = tokio::time::timeout(GUARD, self.body.frame())
-            .await
-            .expect("a frame in time");
-        match frame {
-            None => false,
-            Some(frame) => {
-                if let Ok(data) = frame.expect("body frame").into_data() {
-                    self.raw.extend_from_slice(&data);
-                    self.buf.extend_from_slice(&data);
-                }
-                true
-            }
-        }
-    }
-
-    /// The next event (a priming event included, as an event with empty data), or `None` when
-    /// the body ended. Frames are cut at their blank line and fed one at a time, so a priming
-    /// event arriving in the same chunk as the response is still seen on its own.
-    async fn next(&mut self) -> Option<(Option<String>, Bytes)> {
-        loop {
-            let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") else {
-                if !self.read_chunk().await {
-                    return None;
-                }
-                continue;
-            };
-            let mut frame = self.buf.split_to(end + 2);
-            let has_id = frame.starts_with(b"id:") || frame.windows(4).any(|w| w == b"\nid:");
-            let decoded = self.decoder.decode(&mut frame).expect("valid SSE");
-            let id = self
-                .decoder
-                .last_event_id()
-                .map(|id| String::from_utf8_lossy(id).into_owned());
-            match decoded {
-                Some(event) => return Some((id, event.data)),
-                None if has_id => return Some((id, Bytes::new())),
-                None => {}
-            }
-        }
-    }
-
-    /// The next event carrying a message, as JSON, with its id.
-    async fn message(&mut self) -> Option<(Option<String>, Value)> {
-        loop {
-            let (id, data) = self.next().await?;
-            if !data.is_empty() {
-                return Some((id, serde_json::from_slice(&data).expect("JSON data")));
-            }
-        }
-    }
-
-    /// Every message until the body ends.
-    async fn rest(&mut self) -> Vec<Value> {
-        let mut messages = Vec::new();
-        while let Some((_, message)) = self.message().await {
-            messages.push(message);
-        }
-        messages
     }
 }
 
@@ -402,12 +209,16 @@ async fn resuming_a_post_stream_by_its_priming_id_replays_only_that_answer() {
         let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
         let mut answer = sluice.sse(sluice.post_request(Some(&session), &body)).await;
         assert_eq!(answer.status, StatusCode::OK);
-        assert_eq!(answer.content_type, "text/event-stream", "ping {name}");
-        let (priming, data) = answer.next().await.expect("a priming event");
+        assert_eq!(
+            answer.header("content-type"),
+            "text/event-stream",
+            "ping {name}"
+        );
+        let (priming, data) = answer.frame().await.expect("a priming event");
         assert!(data.is_empty(), "ping {name} opens with priming");
         let (_, message) = answer.message().await.expect("the answer");
         assert_eq!(message, json!({"jsonrpc":"2.0","id":id,"result":{}}));
-        assert!(answer.next().await.is_none(), "the stream ends after it");
+        assert!(answer.frame().await.is_none(), "the stream ends after it");
         primings.push(priming.expect("the priming event has an id"));
     }
     assert_ne!(primings[0], primings[1]);
@@ -431,8 +242,8 @@ async fn a_slow_call_sends_its_priming_event_at_once() {
     let body = call_body(7, "slow", json!({}));
     let mut answer = sluice.sse(sluice.post_request(Some(&session), &body)).await;
     assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(answer.content_type, "text/event-stream");
-    let (priming, data) = answer.next().await.expect("priming before the answer");
+    assert_eq!(answer.header("content-type"), "text/event-stream");
+    let (priming, data) = answer.frame().await.expect("priming before the answer");
     assert!(data.is_empty());
     assert!(priming.is_some());
     sluice.downstream.wait_held(1).await;
@@ -440,7 +251,7 @@ async fn a_slow_call_sends_its_priming_event_at_once() {
     let (_, message) = answer.message().await.expect("the response");
     assert_eq!(message["id"], 7);
     assert_eq!(message["result"]["isError"], false, "{message}");
-    assert!(answer.next().await.is_none());
+    assert!(answer.frame().await.is_none());
 }
 
 /// While a slow call runs its stream hears `: keepalive` every `keepalive_secs`.
@@ -450,7 +261,7 @@ async fn a_slow_call_stream_gets_keepalives_while_it_runs() {
     let session = sluice.session().await;
     let body = call_body(8, "slow", json!({}));
     let mut answer = sluice.sse(sluice.post_request(Some(&session), &body)).await;
-    answer.next().await.expect("priming");
+    answer.frame().await.expect("priming");
     sluice.downstream.wait_held(1).await;
     while !String::from_utf8_lossy(&answer.raw).contains(": keepalive") {
         assert!(
@@ -472,7 +283,7 @@ async fn list_changed_reaches_running_and_retained_post_streams() {
     let session = sluice.session().await;
     let body = call_body(9, "slow", json!({}));
     let mut answer = sluice.sse(sluice.post_request(Some(&session), &body)).await;
-    answer.next().await.expect("priming");
+    answer.frame().await.expect("priming");
     sluice.downstream.wait_held(1).await;
     sluice.add_tool();
     let (_, notification) = answer.message().await.expect("list_changed");
@@ -480,7 +291,7 @@ async fn list_changed_reaches_running_and_retained_post_streams() {
     sluice.downstream.release();
     let (response_id, message) = answer.message().await.expect("the response");
     assert_eq!(message["id"], 9);
-    assert!(answer.next().await.is_none());
+    assert!(answer.frame().await.is_none());
 
     // Retained: the next change is kept for a resume from the response's id.
     let outcome = sluice
@@ -506,13 +317,13 @@ async fn max_streams_per_session_refuses_one_more_slow_call() {
     let mut first = sluice
         .sse(sluice.post_request(Some(&session), &call_body(1, "slow", json!({}))))
         .await;
-    first.next().await.expect("priming");
+    first.frame().await.expect("priming");
     sluice.downstream.wait_held(1).await;
     let refused = sluice
         .post(Some(&session), &call_body(2, "slow", json!({})))
         .await;
     assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(sluice.downstream.held.load(Ordering::SeqCst), 1);
+    assert_eq!(sluice.downstream.held(), 1);
     sluice.downstream.release();
     let (_, message) = first.message().await.expect("the response");
     assert_eq!(message["id"], 1);
@@ -635,7 +446,7 @@ async fn a_full_legacy_stream_refuses_posts_with_503_before_they_run() {
     assert_eq!(error["id"], 4, "{error}");
     assert!(error["error"]["code"].is_i64(), "{error}");
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(sluice.downstream.held.load(Ordering::SeqCst), 3);
+    assert_eq!(sluice.downstream.held(), 3);
     sluice.downstream.release();
 }
 
@@ -657,7 +468,7 @@ async fn a_legacy_stream_full_in_bytes_refuses_posts_with_503() {
     let refused = legacy_post(sluice.addr, &url, &call_body(2, "big", json!({"text":"a"}))).await;
     assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(refused.json()["id"], 2);
-    assert_eq!(sluice.downstream.big_calls.load(Ordering::SeqCst), 0);
+    assert_eq!(big_calls(&sluice.downstream), 0);
     sluice.downstream.release();
 }
 
@@ -713,7 +524,7 @@ async fn a_get_stream_full_of_notifications_is_closed_and_resumable() {
 async fn an_unread_legacy_stream_keeps_the_servers_memory_bounded() {
     use std::process::{Command, Stdio};
 
-    let downstream = Downstream::start().await;
+    let downstream = downstream().await;
     let dir = std::env::temp_dir().join(format!("sluice-streams-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let config = dir.join("sluice.toml");
