@@ -3,7 +3,6 @@
 //! answers 503, and the binary raises its open-file limit and exits at a second signal.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -11,99 +10,33 @@ use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
-use sluice::server::TestHooks;
 use sluice::ServeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::support::{open, request, send, GUARD};
-
-const MCP: &str = "/runtime/acme/app/mcp";
+use crate::support::{
+    open, read_until_closed, request, send, session, Binary, TestServer, GUARD, MCP,
+};
 
 /// The HTTP/2 connection preface (RFC 9113 §3.4).
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// A running `sluice::serve` with tenant `acme`, client `app` (anonymous) and the test hooks.
-struct Server {
-    addr: SocketAddr,
-    hooks: Arc<TestHooks>,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
+/// sluice with tenant `acme`, client `app` (anonymous), `ServeConfig::default()` and the test
+/// hooks.
+async fn server(configure: impl FnOnce(&mut ServeConfig) + 'static) -> TestServer {
+    TestServer::acme().with(configure).start().await
 }
 
-impl Server {
-    async fn start(configure: impl FnOnce(&mut ServeConfig)) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("local addr");
-        let text = "[[tenant]]\nid = \"acme\"\nauth = { anonymous = true }\n\
-                    [[tenant.client]]\nid = \"app\"\n";
-        let config = sluice::catalog::load::parse(text, "test").expect("config parses");
-        let catalog = sluice::catalog::Catalog::from_config(&config).expect("config is valid");
-        let hooks = Arc::new(TestHooks::default());
-        let mut config = ServeConfig {
-            catalog: Arc::new(catalog),
-            test_hooks: Some(Arc::clone(&hooks)),
-            ..ServeConfig::default()
-        };
-        configure(&mut config);
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(sluice::serve(listener, config, async move {
-            let _ = rx.await;
-        }));
-        Self {
-            addr,
-            hooks,
-            shutdown: Some(tx),
-            task: Some(task),
-        }
-    }
-
-    /// Every timeout one second, so tests wait for them in seconds.
-    async fn quick(configure: impl FnOnce(&mut ServeConfig)) -> Self {
-        Self::start(|config| {
-            config.limits.header_read_timeout = Duration::from_secs(1);
-            config.limits.idle_timeout = Duration::from_secs(1);
-            config.limits.body_read_timeout = Duration::from_secs(1);
-            configure(config);
-        })
-        .await
-    }
-
-    async fn shut_down(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        let task = self.task.take().expect("serve task");
-        tokio::time::timeout(GUARD, task)
-            .await
-            .expect("serve returns after shutdown")
-            .expect("serve task did not panic")
-            .expect("serve");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-/// Everything the server sends until it closes the connection (a hang fails the test).
-async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
-    let mut out = Vec::new();
-    let read = tokio::time::timeout(GUARD, stream.read_to_end(&mut out)).await;
-    match read.expect("the server closes the connection") {
-        Ok(_) => out,
-        // Closing with the peer's bytes unread resets; what arrived before still counts.
-        Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => out,
-        Err(err) => panic!("read: {err}"),
-    }
+/// [`server`] with every timeout one second, so tests wait for them in seconds.
+async fn quick(configure: impl FnOnce(&mut ServeConfig) + 'static) -> TestServer {
+    server(|config| {
+        config.limits.header_read_timeout = Duration::from_secs(1);
+        config.limits.idle_timeout = Duration::from_secs(1);
+        config.limits.body_read_timeout = Duration::from_secs(1);
+        configure(config);
+    })
+    .await
 }
 
 /// A POST whose head promises 100 bytes of body and whose body stops after a few.
@@ -137,7 +70,7 @@ async fn healthz(addr: SocketAddr) -> StatusCode {
 async fn silent_sockets_and_stalled_bodies_at_the_connection_limit_are_closed_and_healthz_answers()
 {
     const LIMIT: usize = 8;
-    let server = Server::quick(|c| c.limits.max_connections = LIMIT).await;
+    let server = quick(|c| c.limits.max_connections = LIMIT).await;
     let addr = server.addr;
 
     let mut silent = Vec::new();
@@ -170,7 +103,7 @@ async fn silent_sockets_and_stalled_bodies_at_the_connection_limit_are_closed_an
 
 #[tokio::test]
 async fn a_stalled_body_is_answered_408_with_a_json_rpc_error_and_the_connection_closes() {
-    let server = Server::quick(|_| {}).await;
+    let server = quick(|_| {}).await;
     let mut stream = TcpStream::connect(server.addr).await.expect("connect");
     stream
         .write_all(stalled_post(server.addr).as_bytes())
@@ -183,7 +116,7 @@ async fn a_stalled_body_is_answered_408_with_a_json_rpc_error_and_the_connection
 
 #[tokio::test]
 async fn a_partial_h2_preface_is_closed() {
-    let server = Server::quick(|_| {}).await;
+    let server = quick(|_| {}).await;
     let mut stream = TcpStream::connect(server.addr).await.expect("connect");
     stream.write_all(&PREFACE[..10]).await.expect("write");
     let answer = read_until_closed(&mut stream).await;
@@ -203,7 +136,7 @@ fn frame_types(mut bytes: &[u8]) -> Vec<u8> {
 
 #[tokio::test]
 async fn an_h2_preface_and_settings_without_a_stream_is_closed_with_a_goaway() {
-    let server = Server::quick(|c| c.limits.idle_timeout = Duration::from_secs(2)).await;
+    let server = quick(|c| c.limits.idle_timeout = Duration::from_secs(2)).await;
     let mut stream = TcpStream::connect(server.addr).await.expect("connect");
     let started = Instant::now();
     stream.write_all(PREFACE).await.expect("write");
@@ -222,7 +155,7 @@ async fn an_h2_preface_and_settings_without_a_stream_is_closed_with_a_goaway() {
 #[tokio::test]
 async fn an_idle_http1_keep_alive_connection_is_closed_after_idle_connection_secs() {
     // Longer than the header timeout: the idle timeout decides between requests.
-    let server = Server::quick(|c| c.limits.idle_timeout = Duration::from_secs(3)).await;
+    let server = quick(|c| c.limits.idle_timeout = Duration::from_secs(3)).await;
     let mut stream = TcpStream::connect(server.addr).await.expect("connect");
     stream
         .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -238,7 +171,7 @@ async fn an_idle_http1_keep_alive_connection_is_closed_after_idle_connection_sec
 
 #[tokio::test]
 async fn a_later_head_is_due_within_the_header_timeout_of_its_first_byte() {
-    let server = Server::quick(|c| c.limits.idle_timeout = Duration::from_secs(60)).await;
+    let server = quick(|c| c.limits.idle_timeout = Duration::from_secs(60)).await;
     let mut stream = TcpStream::connect(server.addr).await.expect("connect");
     stream
         .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -258,36 +191,10 @@ async fn a_later_head_is_due_within_the_header_timeout_of_its_first_byte() {
     assert!(started.elapsed() >= Duration::from_millis(900));
 }
 
-/// Initializes a handshake-era session and returns its id.
-async fn session(addr: SocketAddr) -> String {
-    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let json = [
-        ("accept", "application/json, text/event-stream;q=0.5"),
-        ("content-type", "application/json"),
-    ];
-    let reply = send(addr, request(addr, Method::POST, MCP, &json, init)).await;
-    assert_eq!(reply.status, StatusCode::OK);
-    let id = reply.header("mcp-session-id").to_owned();
-    let headers = [
-        json[0],
-        json[1],
-        ("mcp-session-id", id.as_str()),
-        ("mcp-protocol-version", "2025-06-18"),
-    ];
-    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    let reply = send(
-        addr,
-        request(addr, Method::POST, MCP, &headers, initialized),
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::ACCEPTED);
-    id
-}
-
 #[tokio::test]
 async fn an_open_sse_stream_with_keep_alives_is_not_closed_by_the_idle_timeout() {
-    let server = Server::quick(|c| c.sse_keepalive = Duration::from_millis(300)).await;
-    let id = session(server.addr).await;
+    let server = quick(|c| c.sse_keepalive = Duration::from_millis(300)).await;
+    let id = session(server.addr, MCP, "2025-06-18").await;
     let headers = [("accept", "text/event-stream"), ("mcp-session-id", &id)];
     let response = open(
         server.addr,
@@ -328,12 +235,12 @@ async fn h2_connect(addr: SocketAddr) -> (H2Sender, JoinHandle<hyper::Result<()>
 
 #[tokio::test]
 async fn an_h2_request_in_progress_keeps_its_connection_which_closes_once_idle() {
-    let server = Server::quick(|_| {}).await;
+    let server = quick(|_| {}).await;
     let addr = server.addr;
     let (mut sender, conn) = h2_connect(addr).await;
     let held =
         tokio::spawn(sender.send_request(request(addr, Method::POST, "/__test/hold", &[], "")));
-    server.hooks.entered.notified().await;
+    server.hooks().entered.notified().await;
     // Several idle timeouts while the request is in progress.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(!conn.is_finished(), "closed under a request in progress");
@@ -343,7 +250,7 @@ async fn an_h2_request_in_progress_keeps_its_connection_which_closes_once_idle()
         .await
         .expect("healthz");
     assert_eq!(health.status(), StatusCode::OK);
-    server.hooks.release.notify_one();
+    server.hooks().release.notify_one();
     let held = tokio::time::timeout(GUARD, held)
         .await
         .expect("in time")
@@ -365,17 +272,17 @@ async fn an_h2_request_in_progress_keeps_its_connection_which_closes_once_idle()
 
 #[tokio::test]
 async fn requests_unanswered_when_the_grace_period_ends_get_503_with_a_json_rpc_error() {
-    let mut server = Server::start(|c| c.limits.drain_grace = Duration::from_millis(300)).await;
+    let mut server = server(|c| c.limits.drain_grace = Duration::from_millis(300)).await;
     let addr = server.addr;
     let held_h1 = tokio::spawn(send(
         addr,
         request(addr, Method::POST, "/__test/hold", &[], ""),
     ));
-    server.hooks.entered.notified().await;
+    server.hooks().entered.notified().await;
     let (mut h2, _conn) = h2_connect(addr).await;
     let held_h2 =
         tokio::spawn(h2.send_request(request(addr, Method::POST, "/__test/hold", &[], "")));
-    server.hooks.entered.notified().await;
+    server.hooks().entered.notified().await;
 
     server.shut_down().await;
     let reply = held_h1.await.expect("h1 task");
@@ -404,105 +311,14 @@ async fn requests_unanswered_when_the_grace_period_ends_get_503_with_a_json_rpc_
 
 // === the binary ===
 
-/// A `sluice serve` process logging JSON lines, started through `sh -c` so a test can set
-/// limits first.
-struct Process {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<Value>,
-    dir: std::path::PathBuf,
-}
-
-impl Process {
-    fn start(name: &str, server_settings: &str, shell_prefix: &str) -> Self {
-        use std::io::BufRead;
-        let dir = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let config = dir.join("sluice.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[server]\nlisten = \"127.0.0.1:0\"\n{server_settings}\n[server.log]\nformat = \"json\"\n\
-                 [[tenant]]\nid = \"acme\"\nauth = {{ anonymous = true }}\n[[tenant.client]]\nid = \"app\"\n"
-            ),
-        )
-        .expect("config");
-        let mut child = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("{shell_prefix} exec \"$0\" serve --config \"$1\""))
-            .arg(env!("CARGO_BIN_EXE_sluice"))
-            .arg(&config)
-            .env_remove("RUST_LOG")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                let value = serde_json::from_str(&line)
-                    .unwrap_or_else(|err| panic!("log line is not JSON ({err}): {line}"));
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
-        Self { child, lines, dir }
-    }
-
-    /// The next log line whose message starts with `what`.
-    fn next(&self, what: &str) -> Value {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(GUARD)
-                .unwrap_or_else(|_| panic!("no {what:?} log line"));
-            if line["fields"]["message"]
-                .as_str()
-                .is_some_and(|message| message.starts_with(what))
-            {
-                return line;
-            }
-        }
-    }
-
-    fn addr(&self) -> String {
-        let listening = self.next("listening");
-        listening["fields"]["addr"]
-            .as_str()
-            .expect("addr")
-            .to_owned()
-    }
-
-    fn signal(&self, name: &str) {
-        let status = std::process::Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-    }
-
-    fn wait(&mut self, within: Duration) -> std::process::ExitStatus {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(exit) = self.child.try_wait().expect("try_wait") {
-                return exit;
-            }
-            assert!(Instant::now() < deadline, "did not exit within {within:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A `sluice serve` process logging JSON lines with tenant `acme`, client `app` and these
+/// `[server]` settings, started through `sh -c` so a test can set limits first.
+fn process(name: &str, server_settings: &str, shell_prefix: &str) -> Binary {
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{server_settings}\n[server.log]\nformat = \"json\"\n\
+         [[tenant]]\nid = \"acme\"\nauth = {{ anonymous = true }}\n[[tenant.client]]\nid = \"app\"\n"
+    );
+    Binary::start_in_shell(name, &config, Some(shell_prefix))
 }
 
 /// A connection holding a request in progress (its body stalls) on the process at `addr`.
@@ -518,7 +334,7 @@ fn stalled_request(addr: &str) -> std::net::TcpStream {
 
 #[test]
 fn the_open_file_limit_is_raised_to_the_hard_limit_and_a_short_one_is_warned_about() {
-    let process = Process::start("nofile", "", "ulimit -Sn 256 && ulimit -Hn 4096 &&");
+    let process = process("nofile", "", "ulimit -Sn 256 && ulimit -Hn 4096 &&");
     let raised = process.next("open file limit");
     assert_eq!(raised["level"], "INFO");
     assert_eq!(raised["fields"]["limit"], 4096);
@@ -538,7 +354,7 @@ fn the_open_file_limit_is_raised_to_the_hard_limit_and_a_short_one_is_warned_abo
 #[test]
 fn the_drain_log_counts_the_connections_left_and_their_requests_get_503() {
     use std::io::{Read, Write};
-    let mut process = Process::start("drain", "drain_secs = 1\nbody_read_timeout_secs = 60", "");
+    let mut process = process("drain", "drain_secs = 1\nbody_read_timeout_secs = 60", "");
     let addr = process.addr();
     let mut held = stalled_request(&addr);
     // An idle keep-alive connection, which the drain closes at once.
@@ -562,7 +378,7 @@ fn the_drain_log_counts_the_connections_left_and_their_requests_get_503() {
 
 #[test]
 fn a_second_signal_during_the_drain_exits_at_once() {
-    let mut process = Process::start(
+    let mut process = process(
         "second-signal",
         "drain_secs = 600\nbody_read_timeout_secs = 600",
         "",
