@@ -5,25 +5,11 @@
 //! Tenant `open` serves anonymous callers (as a local development server would: the case DNS
 //! rebinding attacks); tenant `secure` takes API keys, which the BOS platform endpoint needs.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
-use bytes::Bytes;
 use http::{Method, StatusCode};
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use serde_json::{json, Value};
+use serde_json::json;
 use sluice::auth::apikey::{self, GeneratedKey};
-use sluice::catalog::Catalog;
-use sluice::ServeConfig;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
 
-use crate::support::{request, send, Reply, GUARD};
+use crate::support::{raw_status, request, send, Answer, Downstream, Reply, TestServer, BOTH};
 
 const PEPPER: &[u8] = b"gate-pepper";
 const PUBLIC: &str = "https://mcp.example.com";
@@ -32,7 +18,6 @@ const OPEN_SSE: &str = "/runtime/open/app/sse";
 const ORDER: &str = "/runtime/open/app/tools/place_order";
 const SECURE_MCP: &str = "/runtime/secure/app/mcp";
 const PLATFORM: &str = "/mcp/apps/bos/platform";
-const BOTH: &str = "application/json, text/event-stream";
 const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
 const ORDER_BODY: &str = r#"{"customer_id":"c-1"}"#;
 
@@ -40,26 +25,20 @@ const ORDER_BODY: &str = r#"{"customer_id":"c-1"}"#;
 
 /// sluice on 127.0.0.1:0 and the downstream it places orders with; shuts down when dropped.
 struct Gate {
-    addr: SocketAddr,
-    orders: Arc<AtomicUsize>,
+    server: TestServer,
+    orders: Downstream,
     key: GeneratedKey,
     other_key: GeneratedKey,
-    stop: Option<oneshot::Sender<()>>,
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
 }
 
 impl Gate {
     /// Starts with `[server] public_url = PUBLIC` and `settings` added to `[server]`.
     async fn start(settings: &str) -> Gate {
-        let orders = Arc::new(AtomicUsize::new(0));
-        let downstream = downstream(Arc::clone(&orders)).await;
+        let orders = Downstream::new()
+            .fallback(Answer::Json(r#"{"order_no":"o-1"}"#))
+            .start()
+            .await;
+        let downstream = orders.addr;
         let key = apikey::generate(PEPPER);
         let other_key = apikey::generate(PEPPER);
         let pepper = std::str::from_utf8(PEPPER).expect("ascii pepper");
@@ -116,24 +95,12 @@ toolset = "shop"
             other_id = other_key.id,
             other_hash = other_key.hash_hex,
         );
-        let config = sluice::catalog::load::parse(&text, "gate").expect("config");
-        let catalog = Arc::new(Catalog::from_config(&config).expect("catalog"));
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(
-            listener,
-            ServeConfig::from_catalog(catalog),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let server = TestServer::toml(&text).start().await;
         Gate {
-            addr,
+            server,
             orders,
             key,
             other_key,
-            stop: Some(stop),
         }
     }
 
@@ -146,12 +113,12 @@ toolset = "shop"
         headers: &[(&str, &str)],
         body: &str,
     ) -> Reply {
-        let mut req = request(self.addr, method, path, headers, body);
+        let mut req = request(self.server.addr, method, path, headers, body);
         req.headers_mut().insert(
             http::header::HOST,
             http::HeaderValue::from_str(host).expect("host value"),
         );
-        send(self.addr, req).await
+        send(self.server.addr, req).await
     }
 
     /// A JSON POST accepting JSON and SSE, with `Host: {host}`.
@@ -163,81 +130,12 @@ toolset = "shop"
 
     /// `127.0.0.1:{port}`: what a client of the loopback address sends.
     fn own_host(&self) -> String {
-        self.addr.to_string()
+        self.server.addr.to_string()
     }
 
     fn orders(&self) -> usize {
-        self.orders.load(Ordering::SeqCst)
+        self.orders.hits()
     }
-}
-
-/// A downstream that counts the requests it gets and answers each with an order number.
-async fn downstream(orders: Arc<AtomicUsize>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let orders = Arc::clone(&orders);
-            tokio::spawn(async move {
-                let service = service_fn(move |_req| {
-                    orders.fetch_add(1, Ordering::SeqCst);
-                    async move {
-                        let mut response = http::Response::new(Full::new(Bytes::from_static(
-                            br#"{"order_no":"o-1"}"#,
-                        )));
-                        response.headers_mut().insert(
-                            http::header::CONTENT_TYPE,
-                            http::HeaderValue::from_static("application/json"),
-                        );
-                        Ok::<_, Infallible>(response)
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
-}
-
-impl Reply {
-    /// Asserts a refusal: `status` with a JSON-RPC error body (`id` null, code -32000, the
-    /// same code as every transport-level refusal).
-    fn assert_refused(&self, status: u16, what: &str) {
-        assert_eq!(
-            self.status.as_u16(),
-            status,
-            "{what}: {:?}",
-            String::from_utf8_lossy(&self.body)
-        );
-        assert_eq!(self.header("content-type"), "application/json", "{what}");
-        let body = self.json();
-        assert_eq!(body["jsonrpc"], "2.0", "{what}: {body}");
-        assert_eq!(body["id"], Value::Null, "{what}: {body}");
-        assert_eq!(body["error"]["code"], -32000, "{what}: {body}");
-    }
-}
-
-/// Writes `raw` on a fresh connection and returns the status code of the answer.
-async fn raw_status(addr: SocketAddr, raw: &str) -> u16 {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    stream.write_all(raw.as_bytes()).await.expect("write");
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = tokio::time::timeout(GUARD, stream.read(&mut buf))
-            .await
-            .expect("answer in time")
-            .expect("read");
-        answer.extend_from_slice(&buf[..n]);
-        if n == 0 || answer.windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&answer);
-    let status = text.split(' ').nth(1).and_then(|code| code.parse().ok());
-    status.unwrap_or_else(|| panic!("no status line in {text:?}"))
 }
 
 fn initialize() -> String {
@@ -259,7 +157,7 @@ fn initialize() -> String {
 #[tokio::test]
 async fn rebinding_host_is_refused_with_421_on_every_surface() {
     let gate = Gate::start("").await;
-    let host = format!("attacker.test:{}", gate.addr.port());
+    let host = format!("attacker.test:{}", gate.server.addr.port());
     let origin = format!("http://{host}");
     let key = format!("Bearer {}", gate.key.token);
     for with_origin in [true, false] {
@@ -290,7 +188,7 @@ async fn allowed_hosts_are_served_by_default() {
     let gate = Gate::start("").await;
     // The loopback address with its port, the loopback names, and the host of public_url.
     let own = gate.own_host();
-    let localhost = format!("localhost:{}", gate.addr.port());
+    let localhost = format!("localhost:{}", gate.server.addr.port());
     for host in [own.as_str(), localhost.as_str(), "mcp.example.com"] {
         let reply = gate.post(OPEN_MCP, host, &[], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "Host {host}");
@@ -319,7 +217,7 @@ async fn configured_allowed_hosts_replace_the_default() {
 #[tokio::test]
 async fn star_allowed_hosts_disables_the_host_check() {
     let gate = Gate::start(r#"allowed_hosts = ["*"]"#).await;
-    let host = format!("attacker.test:{}", gate.addr.port());
+    let host = format!("attacker.test:{}", gate.server.addr.port());
     let reply = gate.post(OPEN_MCP, &host, &[], PING).await;
     assert_eq!(reply.status, StatusCode::OK);
 }
@@ -342,10 +240,10 @@ async fn request_without_host_is_400() {
          content-length: {}\r\nconnection: close\r\n\r\n{PING}",
         PING.len()
     );
-    assert_eq!(raw_status(gate.addr, &raw).await, 400);
+    assert_eq!(raw_status(gate.server.addr, &raw).await, 400);
     // The same request with its Host is served: the 400 is the missing header.
-    let with_host = raw.replacen("\r\n", &format!("\r\nhost: {}\r\n", gate.addr), 1);
-    assert_eq!(raw_status(gate.addr, &with_host).await, 200);
+    let with_host = raw.replacen("\r\n", &format!("\r\nhost: {}\r\n", gate.server.addr), 1);
+    assert_eq!(raw_status(gate.server.addr, &with_host).await, 200);
 }
 
 #[tokio::test]
@@ -357,9 +255,9 @@ async fn two_host_headers_are_400() {
             "POST {ORDER} HTTP/1.1\r\nhost: {own}\r\nhost: {own}\r\ncontent-type: application/json\r\n\
              content-length: {}\r\nconnection: close\r\n\r\n{ORDER_BODY}",
             ORDER_BODY.len(),
-            own = gate.addr,
+            own = gate.server.addr,
         );
-        assert_eq!(raw_status(gate.addr, &raw).await, 400, "{settings}");
+        assert_eq!(raw_status(gate.server.addr, &raw).await, 400, "{settings}");
         assert_eq!(gate.orders(), 0);
     }
 }
@@ -369,7 +267,7 @@ async fn two_host_headers_are_400() {
 #[tokio::test]
 async fn origin_naming_the_attacker_host_is_refused_even_with_any_host() {
     let gate = Gate::start(r#"allowed_hosts = ["*"]"#).await;
-    let host = format!("attacker.test:{}", gate.addr.port());
+    let host = format!("attacker.test:{}", gate.server.addr.port());
     let origin = format!("http://{host}");
     let reply = gate
         .post(ORDER, &host, &[("origin", &origin)], ORDER_BODY)
@@ -385,7 +283,7 @@ async fn origin_naming_the_attacker_host_is_refused_even_with_any_host() {
 #[tokio::test]
 async fn loopback_origin_with_the_bound_port_is_accepted() {
     let gate = Gate::start("").await;
-    let port = gate.addr.port();
+    let port = gate.server.addr.port();
     for origin in [
         format!("http://localhost:{port}"),
         format!("http://127.0.0.1:{port}"),
