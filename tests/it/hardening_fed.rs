@@ -4,69 +4,28 @@
 //! sluice server, fake providers and a fake REST downstream started by each test, audit records
 //! read back from a file in a temporary directory.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::ops::Deref;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::{Method, Request, StatusCode};
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use sluice::catalog::Catalog;
 use sluice::sse::Decoder;
-use sluice::ServeConfig;
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
-use crate::support::{self, GUARD};
+use crate::support::{
+    self, full, http_server, write_request, TempDir, TestServer, GUARD,
+};
 
 const MCP: &str = "/runtime/t/c/mcp";
 const OPT_IN: &str = "bos/source-results/v1";
 /// Records per provider page of the fake providers.
 const PROVIDER_PAGE: usize = 10;
 
-type Answer = hyper::Response<BoxBody<Bytes, Infallible>>;
-
 // === fake servers ===
-
-/// Serves `handle` on a fresh 127.0.0.1 listener, one task per connection.
-async fn http_server<F, Fut>(handle: F) -> SocketAddr
-where
-    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Answer> + Send + 'static,
-{
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let handle = handle.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req| {
-                    let answer = handle(req);
-                    async move { Ok::<_, Infallible>(answer.await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
-}
-
-fn full(status: u16, body: Value) -> Answer {
-    let mut answer = hyper::Response::new(Full::new(Bytes::from(body.to_string())).boxed());
-    *answer.status_mut() = StatusCode::from_u16(status).expect("status");
-    answer
-}
 
 fn query_param(req: &Request<Incoming>, key: &str) -> Option<String> {
     req.uri().query()?.split('&').find_map(|pair| {
@@ -100,7 +59,8 @@ async fn providers() -> SocketAddr {
             .collect();
         full(
             200,
-            json!({"records": records, "next_cursor": (start + PROVIDER_PAGE).to_string()}),
+            json!({"records": records, "next_cursor": (start + PROVIDER_PAGE).to_string()})
+                .to_string(),
         )
     })
     .await
@@ -109,14 +69,14 @@ async fn providers() -> SocketAddr {
 /// A REST downstream whose every answer is a JSON object of exactly `size` bytes, declared in
 /// `Content-Length`: it sends the head and the first bytes at once, reports the request on
 /// `arrived`, and sends the rest only once `release` says `true`.
-struct Downstream {
+struct BigAnswer {
     addr: SocketAddr,
     arrived: tokio::sync::Mutex<mpsc::UnboundedReceiver<()>>,
     release: watch::Sender<bool>,
 }
 
-impl Downstream {
-    async fn start(size: usize) -> Downstream {
+impl BigAnswer {
+    async fn start(size: usize) -> BigAnswer {
         let (arrived_tx, arrived_rx) = mpsc::unbounded_channel();
         let (release, released) = watch::channel(false);
         let addr = http_server(move |_req: Request<Incoming>| {
@@ -153,7 +113,7 @@ impl Downstream {
             }
         })
         .await;
-        Downstream {
+        BigAnswer {
             addr,
             arrived: tokio::sync::Mutex::new(arrived_rx),
             release,
@@ -176,25 +136,20 @@ impl Downstream {
 
 /// A sluice server with an audit file, tenant `t`, client `c`, anonymous callers.
 struct Sluice {
-    addr: SocketAddr,
-    dir: PathBuf,
-    _stop: oneshot::Sender<()>,
+    server: TestServer,
+    dir: TempDir,
 }
 
-fn temp_dir() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "sluice-it-hardening-fed-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+impl Deref for Sluice {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
 }
 
 impl Sluice {
     async fn start(server: &str, tools: &str) -> Sluice {
-        let dir = temp_dir();
+        let dir = TempDir::new("hardening-fed");
         let text = format!(
             "[server]\n{server}\n[server.audit]\nsink = \"file\"\npath = \"{audit}\"\n\
              when_full = \"block\"\n\
@@ -203,23 +158,8 @@ impl Sluice {
              [[tenant.assignment]]\nclient = \"c\"\ntoolset = \"s\"\n",
             audit = dir.join("audit.jsonl").display(),
         );
-        let config = sluice::catalog::load::parse(&text, "test").expect("parses");
-        let catalog = Arc::new(Catalog::from_config(&config).expect("valid"));
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(
-            listener,
-            ServeConfig::from_catalog(catalog),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
-        Sluice {
-            addr,
-            dir,
-            _stop: stop,
-        }
+        let server = TestServer::toml(&text).start().await;
+        Sluice { server, dir }
     }
 
     /// The audit records of tool `tool` written so far, once at least `at_least` are there (or
@@ -242,12 +182,6 @@ impl Sluice {
             .map(|line| serde_json::from_str::<Value>(line).expect("audit line is JSON"))
             .filter(|record| record["tool"] == tool)
             .collect()
-    }
-}
-
-impl Drop for Sluice {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -334,21 +268,6 @@ fn rest_request(addr: SocketAddr, tool: &str) -> Request<Full<Bytes>> {
         &[("content-type", "application/json")],
         "{}",
     )
-}
-
-/// Writes `req` on a raw connection and returns the socket, so the test can drop it (the
-/// client going away) while the call runs.
-async fn send_raw(addr: SocketAddr, req: &Request<Full<Bytes>>) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let body = req.body().clone().collect().await.expect("body").to_bytes();
-    let mut head = format!("{} {} HTTP/1.1\r\n", req.method(), req.uri());
-    for (name, value) in req.headers() {
-        head += &format!("{name}: {}\r\n", value.to_str().expect("ASCII header"));
-    }
-    head += &format!("content-length: {}\r\n\r\n", body.len());
-    stream.write_all(head.as_bytes()).await.expect("write");
-    stream.write_all(&body).await.expect("write");
-    stream
 }
 
 /// The JSON of every SSE event of a whole stream, in order.
@@ -546,7 +465,7 @@ async fn max_records_stops_every_source_and_the_result_is_partial() {
 #[tokio::test]
 async fn parallel_large_answers_past_the_budget_fail_fast_with_server_busy() {
     // Each answer is 1 MB; the process may hold 2.5 MB of answers at once.
-    let downstream = Downstream::start(1_000_000).await;
+    let downstream = BigAnswer::start(1_000_000).await;
     let s = Sluice::start(
         "downstream_answer_budget_bytes = 2500000",
         &rest_tool("big", downstream.addr),
@@ -595,7 +514,7 @@ async fn parallel_large_answers_past_the_budget_fail_fast_with_server_busy() {
 
 /// Waits for the one record of `tool`, then lets the downstream finish (a call still running
 /// would now write a second record) and checks that no second record comes.
-async fn the_only_record(s: &Sluice, tool: &str, downstream: Option<&Downstream>) -> Value {
+async fn the_only_record(s: &Sluice, tool: &str, downstream: Option<&BigAnswer>) -> Value {
     let records = s.audit(tool, 1).await;
     assert_eq!(records.len(), 1, "{records:?}");
     if let Some(downstream) = downstream {
@@ -609,9 +528,9 @@ async fn the_only_record(s: &Sluice, tool: &str, downstream: Option<&Downstream>
 
 #[tokio::test]
 async fn a_rest_call_whose_client_disconnects_is_recorded_once_as_cancelled() {
-    let downstream = Downstream::start(10_000).await;
+    let downstream = BigAnswer::start(10_000).await;
     let s = Sluice::start("", &rest_tool("big", downstream.addr)).await;
-    let client = send_raw(s.addr, &rest_request(s.addr, "big")).await;
+    let client = write_request(s.addr, &rest_request(s.addr, "big")).await;
     downstream.wait_arrived(1).await;
     // Long enough for sluice to read the downstream's head; then the client goes away.
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -629,9 +548,9 @@ async fn a_rest_call_whose_client_disconnects_is_recorded_once_as_cancelled() {
 
 #[tokio::test]
 async fn an_mcp_call_whose_client_disconnects_is_recorded_once_as_cancelled() {
-    let downstream = Downstream::start(10_000).await;
+    let downstream = BigAnswer::start(10_000).await;
     let s = Sluice::start("", &rest_tool("big", downstream.addr)).await;
-    let client = send_raw(s.addr, &mcp_request(s.addr, "big", false)).await;
+    let client = write_request(s.addr, &mcp_request(s.addr, "big", false)).await;
     downstream.wait_arrived(1).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     drop(client);
