@@ -6,36 +6,26 @@
 //! The cross-instance side (the caller cap atomic in Redis, and legacy `/messages` during a
 //! Redis restart) is in `cluster.rs`, which has the multi-instance harness.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Method, Request, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use http::{Method, StatusCode};
 use sluice::auth::apikey::{self, GeneratedKey};
 use sluice::catalog::Catalog;
-use sluice::ServeConfig;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-use super::support::{open, request, send, Reply, GUARD};
+use super::support::{
+    full, open, request, send, Answer, Binary, Downstream, Reply, TestServer, GUARD, MCP,
+};
 
 const PEPPER: &str = "hardening-pepper";
-const MCP: &str = "/runtime/acme/app/mcp";
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"hardening","version":"1"}}}"#;
 
 // === per-caller session cap ===
 
 /// A sluice instance of one tenant with API-key callers, and caps `per_tenant`/`per_caller`.
 struct Capped {
-    addr: SocketAddr,
+    server: TestServer,
     keys: Vec<GeneratedKey>,
-    _stop: oneshot::Sender<()>,
 }
 
 impl Capped {
@@ -54,23 +44,8 @@ impl Capped {
                 key.id, key.hash_hex
             ));
         }
-        let config = sluice::catalog::load::parse(&text, "test").expect("parses");
-        let catalog = Arc::new(Catalog::from_config(&config).expect("valid"));
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(
-            listener,
-            ServeConfig::from_catalog(catalog),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
-        Capped {
-            addr,
-            keys,
-            _stop: stop,
-        }
+        let server = TestServer::toml(&text).start().await;
+        Capped { server, keys }
     }
 
     fn auth(&self, caller: usize) -> String {
@@ -85,8 +60,8 @@ impl Capped {
             ("authorization", auth.as_str()),
         ];
         send(
-            self.addr,
-            request(self.addr, Method::POST, MCP, &headers, INIT),
+            self.server.addr,
+            request(self.server.addr, Method::POST, MCP, &headers, INIT),
         )
         .await
     }
@@ -101,8 +76,8 @@ impl Capped {
         ];
         let path = "/runtime/acme/app/sse";
         let response = open(
-            self.addr,
-            request(self.addr, Method::GET, path, &headers, ""),
+            self.server.addr,
+            request(self.server.addr, Method::GET, path, &headers, ""),
         )
         .await;
         let status = response.status();
@@ -192,117 +167,30 @@ fn a_caller_cap_above_the_tenant_cap_is_refused_at_load() {
 
 // === rate-limited warnings ===
 
-/// A downstream answering every request with 500.
+/// A downstream answering every request with 500 (and no `Content-Type`).
 async fn failing_downstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let service = service_fn(|_req: Request<Incoming>| async {
-                    let mut response =
-                        http::Response::new(Full::new(Bytes::from_static(b"{\"error\":\"down\"}")));
-                    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-                    Ok::<_, Infallible>(response)
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
-}
-
-/// The `sluice` binary with JSON logs, its stdout lines parsed as they come.
-struct Process {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<serde_json::Value>,
-    dir: std::path::PathBuf,
-}
-
-impl Process {
-    fn start(config: &str) -> Process {
-        use std::io::BufRead;
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-it-loglimit-{}-{}",
-            std::process::id(),
-            apikey::generate(b"x").id
-        ));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let file = dir.join("sluice.toml");
-        std::fs::write(&file, config).expect("write");
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["serve", "--config"])
-            .arg(&file)
-            .env_remove("RUST_LOG")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn sluice");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                let value: serde_json::Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|err| panic!("log line is not JSON ({err}): {line}"));
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
-        Process { child, lines, dir }
-    }
-
-    /// Lines until one whose message is `message` (hang guard `GUARD`).
-    fn until(&self, message: &str) -> serde_json::Value {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(GUARD)
-                .unwrap_or_else(|_| panic!("no {message:?} log line"));
-            if line["fields"]["message"] == message {
-                return line;
-            }
-        }
-    }
-
-    /// Every line logged so far (waits `quiet` for stragglers).
-    fn drain(&self, quiet: Duration) -> Vec<serde_json::Value> {
-        let mut lines = Vec::new();
-        while let Ok(line) = self.lines.recv_timeout(quiet) {
-            lines.push(line);
-        }
-        lines
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    Downstream::new()
+        .fallback(Answer::with(|_| async { full(500, r#"{"error":"down"}"#) }))
+        .start()
+        .await
+        .addr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_downstream_failures_log_a_few_lines_that_count_the_rest() {
     let downstream = failing_downstream().await;
-    let process = Process::start(&format!(
-        "[server]\nlisten = \"127.0.0.1:0\"\n[server.log]\nformat = \"json\"\n\
+    let process = Binary::start(
+        "loglimit",
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[server.log]\nformat = \"json\"\n\
          [[tenant]]\nid = \"acme\"\nauth = {{ anonymous = true }}\n\
          [[tenant.client]]\nid = \"app\"\n\
          [[tenant.toolset]]\nid = \"base\"\n\
          [[tenant.toolset.tool]]\nname = \"broken\"\n\
          downstream = {{ kind = \"rest\", method = \"GET\", url = \"http://{downstream}/x\" }}\n\
          [[tenant.assignment]]\nclient = \"app\"\ntoolset = \"base\"\n"
-    ));
+        ),
+    );
     let listening = process.until("listening");
     let addr: SocketAddr = listening["fields"]["addr"]
         .as_str()
