@@ -2,190 +2,47 @@
 //! connection limit, graceful drain and the header timeout, over real sockets on 127.0.0.1.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::support::request;
 use bytes::Bytes;
 use futures::StreamExt;
-use http::{HeaderMap, Method, Request, StatusCode};
+use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
-use sluice::server::TestHooks;
 use sluice::ServeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::net::TcpStream;
 
-const BOTH: &str = "application/json, text/event-stream";
+use crate::support::{post, raw, request, send, Reply, ServerBuilder, TestServer, BOTH, MCP};
+
 const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-const MCP: &str = "/runtime/acme/app/mcp";
 
 // === test server ===
 
-/// A running `sluice::serve` on 127.0.0.1:0; shuts down when dropped.
-struct TestServer {
-    addr: SocketAddr,
-    hooks: Arc<TestHooks>,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
+/// sluice over tenant `acme`, client `app` (no tools), with the test hooks and a 10 s drain,
+/// answering handshake-era requests as JSON (`post_framing = "json"`): these tests check the
+/// HTTP plumbing on JSON bodies.
+async fn start() -> TestServer {
+    start_with(|_| {}).await
 }
 
-impl TestServer {
-    /// A server answering handshake-era requests as JSON (`post_framing = "json"`): these
-    /// tests check the HTTP plumbing on JSON bodies.
-    async fn start() -> Self {
-        Self::with(|_| {}).await
-    }
-
-    /// The default configuration but for the test hooks (SSE answers).
-    async fn with_defaults() -> Self {
-        Self::configured(|_| {}).await
-    }
-
-    async fn with(configure: impl FnOnce(&mut ServeConfig)) -> Self {
-        Self::configured(|config| {
-            config.post_framing = sluice::transport::PostFraming::Json;
-            configure(config);
-        })
-        .await
-    }
-
-    async fn configured(configure: impl FnOnce(&mut ServeConfig)) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("local addr");
-        let hooks = Arc::new(TestHooks::default());
-        let mut config = ServeConfig {
-            catalog: acme_app_catalog(),
-            ..ServeConfig::default()
-        };
-        config.limits.drain_grace = Duration::from_secs(10);
-        config.test_hooks = Some(Arc::clone(&hooks));
-        configure(&mut config);
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(sluice::serve(listener, config, async move {
-            let _ = rx.await;
-        }));
-        Self {
-            addr,
-            hooks,
-            shutdown: Some(tx),
-            task: Some(task),
-        }
-    }
-
-    fn begin_shutdown(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-    }
-
-    /// Waits for `serve` to return.
-    async fn finished(&mut self) -> std::io::Result<()> {
-        let task = self.task.take().expect("serve task");
-        tokio::time::timeout(Duration::from_secs(30), task)
-            .await
-            .expect("serve returns after shutdown")
-            .expect("serve task did not panic")
-    }
+/// [`start`] with SSE answers (the default configuration but for the test hooks).
+async fn start_sse() -> TestServer {
+    base().start().await
 }
 
-/// A catalog with tenant `acme` and client application `app` (no tools): the MCP endpoint
-/// answers 404 for tenants and clients it does not know.
-fn acme_app_catalog() -> Arc<sluice::catalog::Catalog> {
-    let text =
-        "[[tenant]]\nid = \"acme\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"app\"\n";
-    let config = sluice::catalog::load::parse(text, "test").expect("config parses");
-    Arc::new(sluice::catalog::Catalog::from_config(&config).expect("config is valid"))
+async fn start_with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> TestServer {
+    base().json_posts().with(configure).start().await
 }
 
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.begin_shutdown();
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
-    }
-}
-
-// === clients ===
-
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
-            panic!(
-                "body is not JSON ({err}): {:?}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    fn content_type(&self) -> &str {
-        self.header("content-type")
-    }
-
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
-    /// Asserts a JSON-RPC error body with this code and id.
-    fn assert_error(&self, status: u16, code: i64, id: Value) {
-        assert_eq!(self.status.as_u16(), status, "body {:?}", self.body);
-        assert_eq!(self.content_type(), "application/json");
-        let body = self.json();
-        assert_eq!(body["jsonrpc"], "2.0");
-        assert_eq!(body["error"]["code"], code, "{body}");
-        assert!(body["error"]["message"].is_string(), "{body}");
-        assert_eq!(body.get("id"), Some(&id), "{body}");
-    }
-}
-
-/// One request on a fresh HTTP/1.1 connection.
-async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    let response = sender.send_request(req).await.expect("response");
-    let (parts, body) = response.into_parts();
-    let body = body.collect().await.expect("body").to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
+fn base() -> ServerBuilder {
+    TestServer::acme().with(|config| config.limits.drain_grace = Duration::from_secs(10))
 }
 
 /// A POST to the MCP endpoint with the usual headers plus `extra`.
 async fn post_mcp(addr: SocketAddr, extra: &[(&str, &str)], body: &str) -> Reply {
-    let mut headers = vec![("accept", BOTH), ("content-type", "application/json")];
-    for (name, value) in extra {
-        headers.retain(|(n, _)| n != name);
-        headers.push((name, value));
-    }
-    send(addr, request(addr, Method::POST, MCP, &headers, body)).await
-}
-
-/// Writes `bytes` on a fresh connection and reads until the server closes it.
-async fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    stream.write_all(bytes).await.expect("write");
-    let mut out = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut out)).await;
-    read.expect("server closes the connection").expect("read");
-    String::from_utf8_lossy(&out).into_owned()
+    post(addr, MCP, extra, body).await
 }
 
 /// The SSE events of a body, through a peer decoder.
@@ -203,7 +60,7 @@ async fn sse_events(body: &Bytes) -> Vec<eventsource_stream::Event> {
 
 #[tokio::test]
 async fn ping_answers_json() {
-    let server = TestServer::start().await;
+    let server = start().await;
     let reply = post_mcp(server.addr, &[], PING).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.content_type(), "application/json");
@@ -212,7 +69,7 @@ async fn ping_answers_json() {
 
 #[tokio::test]
 async fn ping_answers_sse_when_the_client_prefers_it() {
-    let server = TestServer::start().await;
+    let server = start().await;
     let accept = "application/json;q=0.5, text/event-stream";
     let reply = post_mcp(server.addr, &[("accept", accept)], PING).await;
     assert_eq!(reply.status, StatusCode::OK);
@@ -229,11 +86,11 @@ async fn ping_answers_sse_when_the_client_prefers_it() {
 
 #[tokio::test]
 async fn ping_answers_sse_by_default_and_json_when_configured() {
-    let json = TestServer::start().await;
+    let json = start().await;
     let reply = post_mcp(json.addr, &[], PING).await;
     assert_eq!(reply.content_type(), "application/json");
 
-    let server = TestServer::with_defaults().await;
+    let server = start_sse().await;
     let reply = post_mcp(
         server.addr,
         &[],
@@ -254,7 +111,7 @@ async fn ping_answers_sse_by_default_and_json_when_configured() {
 
 #[tokio::test]
 async fn ids_echo_verbatim() {
-    let server = TestServer::start().await;
+    let server = start().await;
     for (id, expected) in [
         ("0", json!(0)),
         (r#""0""#, json!("0")),
@@ -275,7 +132,7 @@ async fn ids_echo_verbatim() {
 
 #[tokio::test]
 async fn notifications_and_responses_get_202_empty() {
-    let server = TestServer::start().await;
+    let server = start().await;
     for body in [
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
@@ -289,7 +146,7 @@ async fn notifications_and_responses_get_202_empty() {
 
 #[tokio::test]
 async fn unknown_method_is_32601_on_200() {
-    let server = TestServer::start().await;
+    let server = start().await;
     let reply = post_mcp(
         server.addr,
         &[],
@@ -301,7 +158,7 @@ async fn unknown_method_is_32601_on_200() {
 
 #[tokio::test]
 async fn malformed_bodies_are_400() {
-    let server = TestServer::start().await;
+    let server = start().await;
     let reply = post_mcp(server.addr, &[], "{").await;
     reply.assert_error(400, -32700, Value::Null);
     let reply = post_mcp(server.addr, &[], "").await;
@@ -316,15 +173,14 @@ async fn malformed_bodies_are_400() {
 
 #[tokio::test]
 async fn invalid_request_echoes_a_readable_id() {
-    let server = TestServer::start().await;
+    let server = start().await;
     let reply = post_mcp(server.addr, &[], r#"{"jsonrpc":"2.0","id":0,"method":5}"#).await;
     reply.assert_error(400, -32600, json!(0));
 }
 
 #[tokio::test]
 async fn origin_guard() {
-    let server =
-        TestServer::with(|c| c.allowed_origins = vec!["https://app.example.com".into()]).await;
+    let server = start_with(|c| c.allowed_origins = vec!["https://app.example.com".into()]).await;
     let reply = post_mcp(server.addr, &[("origin", "http://evil.example.com")], PING).await;
     reply.assert_error(403, -32000, Value::Null);
     let reply = post_mcp(server.addr, &[("origin", "null")], PING).await;
@@ -339,7 +195,7 @@ async fn origin_guard() {
 
 #[tokio::test]
 async fn protocol_version_header() {
-    let server = TestServer::start().await;
+    let server = start().await;
     for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let reply = post_mcp(server.addr, &[("mcp-protocol-version", version)], PING).await;
         assert_eq!(reply.status, StatusCode::OK, "{version}");
@@ -358,7 +214,7 @@ async fn protocol_version_header() {
 
 #[tokio::test]
 async fn accept_negotiation() {
-    let server = TestServer::start().await;
+    let server = start().await;
     for accept in [
         "application/json",
         "text/event-stream",
@@ -405,7 +261,7 @@ async fn accept_negotiation() {
 
 #[tokio::test]
 async fn content_type() {
-    let server = TestServer::start().await;
+    let server = start().await;
     for content_type in [
         "text/plain",
         "application/jsonx",
@@ -432,7 +288,7 @@ async fn content_type() {
 
 #[tokio::test]
 async fn body_limit_by_content_length() {
-    let server = TestServer::with(|c| c.limits.max_body_bytes = 64).await;
+    let server = start_with(|c| c.limits.max_body_bytes = 64).await;
     // The head alone: the server must refuse before any body byte arrives.
     let head = format!(
         "POST {MCP} HTTP/1.1\r\nHost: {}\r\nAccept: {BOTH}\r\nContent-Type: application/json\r\nContent-Length: 65\r\n\r\n",
@@ -454,7 +310,7 @@ async fn body_limit_by_content_length() {
 
 #[tokio::test]
 async fn body_limit_while_streaming() {
-    let server = TestServer::with(|c| c.limits.max_body_bytes = 64).await;
+    let server = start_with(|c| c.limits.max_body_bytes = 64).await;
     // One 65-byte chunk and no terminating chunk: only the streaming check can answer.
     let request = format!(
         "POST {MCP} HTTP/1.1\r\nHost: {}\r\nAccept: {BOTH}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n41\r\n{}",
@@ -469,7 +325,7 @@ async fn body_limit_while_streaming() {
 
 #[tokio::test]
 async fn routing_statuses() {
-    let server = TestServer::start().await;
+    let server = start().await;
     let addr = server.addr;
     let get = |path: &str| send(addr, request(addr, Method::GET, path, &[], ""));
 
@@ -525,15 +381,14 @@ async fn routing_statuses() {
 }
 
 async fn post_mcp_path(addr: SocketAddr, path: &str) -> Reply {
-    let headers = [("accept", BOTH), ("content-type", "application/json")];
-    send(addr, request(addr, Method::POST, path, &headers, PING)).await
+    post(addr, path, &[], PING).await
 }
 
 // === HTTP/2 ===
 
 #[tokio::test]
 async fn http2_prior_knowledge() {
-    let server = TestServer::start().await;
+    let server = start().await;
     let stream = TcpStream::connect(server.addr).await.expect("connect");
     let (mut sender, conn) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
@@ -572,7 +427,7 @@ async fn http2_prior_knowledge() {
 
 #[tokio::test]
 async fn connection_limit_holds_until_one_closes() {
-    let server = TestServer::with(|c| c.limits.max_connections = 1).await;
+    let server = start_with(|c| c.limits.max_connections = 1).await;
     let addr = server.addr;
 
     let stream = TcpStream::connect(addr).await.expect("connect");
@@ -637,18 +492,18 @@ async fn wait_until_refused(addr: SocketAddr) {
 
 #[tokio::test]
 async fn drain_finishes_in_flight_requests_and_refuses_new_connections() {
-    let mut server = TestServer::start().await;
+    let mut server = start().await;
     let addr = server.addr;
     let held = tokio::spawn(send(
         addr,
         request(addr, Method::POST, "/__test/hold", &[], ""),
     ));
-    server.hooks.entered.notified().await;
+    server.hooks().entered.notified().await;
 
-    server.begin_shutdown();
+    server.shutdown();
     wait_until_refused(addr).await;
 
-    server.hooks.release.notify_one();
+    server.hooks().release.notify_one();
     let reply = held.await.expect("held request task");
     assert_eq!(
         (reply.status, &reply.body[..]),
@@ -659,7 +514,7 @@ async fn drain_finishes_in_flight_requests_and_refuses_new_connections() {
 
 #[tokio::test]
 async fn drain_ends_streams_at_a_frame_boundary() {
-    let mut server = TestServer::start().await;
+    let mut server = start().await;
     let addr = server.addr;
     let stream = TcpStream::connect(addr).await.expect("connect");
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -681,7 +536,7 @@ async fn drain_ends_streams_at_a_frame_boundary() {
         .expect("data");
     assert_eq!(&first[..], b"event: message\ndata: first\n\n");
 
-    server.begin_shutdown();
+    server.shutdown();
     let rest = body
         .collect()
         .await
@@ -693,8 +548,7 @@ async fn drain_ends_streams_at_a_frame_boundary() {
 
 #[tokio::test]
 async fn slow_request_heads_are_cut_off() {
-    let server =
-        TestServer::with(|c| c.limits.header_read_timeout = Duration::from_millis(200)).await;
+    let server = start_with(|c| c.limits.header_read_timeout = Duration::from_millis(200)).await;
     let text = raw(server.addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await;
     assert!(!text.contains("200 OK"), "{text}");
 }

@@ -6,108 +6,36 @@
 //! and list_changed, GET/DELETE, resumption, both cancellation paths, and the legacy transport.
 //! SSE bodies are read with `sluice::sse::Decoder`.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::service::service_fn;
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use sluice::catalog::Catalog;
 use sluice::transport::PostFraming;
 use sluice::ServeConfig;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::net::TcpStream;
 
-use super::support::{open, request, send, Reply, GUARD};
-
-const BOTH: &str = "application/json, text/event-stream";
-const MCP: &str = "/runtime/acme/app/mcp";
+use crate::support::{
+    self, initialize_body, request, send, Answer, Downstream, Reply, SseReader, TestServer, BOTH,
+    GUARD, MCP,
+};
 
 // === downstream ===
 
-/// A downstream API: `GET /echo` answers at once; `GET /hold` announces itself on `entered`,
-/// never answers, and reports on `dropped` when its request future is dropped (the caller went
-/// away).
-struct Downstream {
-    addr: SocketAddr,
-    entered: tokio::sync::Mutex<mpsc::UnboundedReceiver<()>>,
-    dropped: tokio::sync::Mutex<mpsc::UnboundedReceiver<()>>,
-}
-
-/// Sends on drop: proves a held downstream request was abandoned.
-struct DropSignal(mpsc::UnboundedSender<()>);
-
-impl Drop for DropSignal {
-    fn drop(&mut self) {
-        let _ = self.0.send(());
-    }
-}
-
-impl Downstream {
-    async fn start() -> Arc<Downstream> {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (entered_tx, entered_rx) = mpsc::unbounded_channel();
-        let (dropped_tx, dropped_rx) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let entered_tx = entered_tx.clone();
-                let dropped_tx = dropped_tx.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: Request<Incoming>| {
-                        let entered_tx = entered_tx.clone();
-                        let dropped_tx = dropped_tx.clone();
-                        async move {
-                            if req.uri().path() == "/hold" {
-                                let _signal = DropSignal(dropped_tx);
-                                let _ = entered_tx.send(());
-                                std::future::pending::<()>().await;
-                            }
-                            let body =
-                                Full::new(Bytes::from_static(br#"{"message":"hello","n":7}"#));
-                            let mut response = http::Response::new(body);
-                            response
-                                .headers_mut()
-                                .insert("content-type", "application/json".parse().expect("hv"));
-                            Ok::<_, Infallible>(response)
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Arc::new(Downstream {
-            addr,
-            entered: tokio::sync::Mutex::new(entered_rx),
-            dropped: tokio::sync::Mutex::new(dropped_rx),
-        })
-    }
-
-    async fn wait_entered(&self) {
-        let mut rx = self.entered.lock().await;
-        let got = tokio::time::timeout(GUARD, rx.recv()).await;
-        assert!(matches!(got, Ok(Some(()))), "downstream was not called");
-    }
-
-    async fn wait_dropped(&self) {
-        let mut rx = self.dropped.lock().await;
-        let got = tokio::time::timeout(GUARD, rx.recv()).await;
-        assert!(
-            matches!(got, Ok(Some(()))),
-            "downstream request was not dropped"
-        );
-    }
+/// A downstream API: `GET /hold` announces itself, never answers, and reports when its request
+/// future is dropped (the caller went away); every other path answers at once.
+async fn downstream() -> Downstream {
+    Downstream::new()
+        .route("/hold", Answer::Stall)
+        .fallback(Answer::Json(r#"{"message":"hello","n":7}"#))
+        .start()
+        .await
 }
 
 // === sluice ===
@@ -175,10 +103,15 @@ fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::catalog::
 
 /// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped.
 struct Sluice {
-    addr: SocketAddr,
-    catalog: Arc<Catalog>,
-    downstream: Arc<Downstream>,
-    stop: Option<oneshot::Sender<()>>,
+    server: TestServer,
+    downstream: Downstream,
+}
+
+impl Deref for Sluice {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
 }
 
 impl Sluice {
@@ -186,31 +119,17 @@ impl Sluice {
         Self::with(|_| {}).await
     }
 
-    async fn with(configure: impl FnOnce(&mut ServeConfig)) -> Sluice {
-        let downstream = Downstream::start().await;
+    async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Sluice {
+        let downstream = downstream().await;
         let catalog =
             Arc::new(Catalog::from_config(&catalog_config(downstream.addr, false)).expect("valid"));
-        let mut config = ServeConfig::from_catalog(Arc::clone(&catalog));
-        configure(&mut config);
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(listener, config, async move {
-            let _ = stopped.await;
-        }));
-        Sluice {
-            addr,
-            catalog,
-            downstream,
-            stop: Some(stop),
-        }
+        let server = TestServer::catalog(catalog).with(configure).start().await;
+        Sluice { server, downstream }
     }
 
     /// Starts the server's drain (as SIGTERM would).
     fn shutdown(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.server.shutdown();
     }
 
     /// Reloads the catalog with one more tool for acme/app and acme/other.
@@ -223,149 +142,12 @@ impl Sluice {
     }
 }
 
-impl Drop for Sluice {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-// === HTTP client ===
-
-impl Reply {
-    /// Asserts a JSON-RPC error answer with this status, code and id.
-    fn assert_error(&self, status: u16, code: i64, id: Value) -> Value {
-        assert_eq!(self.status.as_u16(), status, "body {:?}", self.body);
-        assert_eq!(self.header("content-type"), "application/json");
-        let body = self.json();
-        assert_eq!(body["jsonrpc"], "2.0");
-        assert_eq!(body["error"]["code"], code, "{body}");
-        assert_eq!(body.get("id"), Some(&id), "{body}");
-        body
-    }
-
-    /// The SSE events of the whole body.
-    fn events(&self) -> Vec<sluice::sse::Event> {
-        assert_eq!(self.header("content-type"), "text/event-stream");
-        let mut decoder = sluice::sse::Decoder::new();
-        let mut buf = BytesMut::from(&self.body[..]);
-        let mut events = Vec::new();
-        while let Some(event) = decoder.decode(&mut buf).expect("valid SSE") {
-            events.push(event);
-        }
-        events
-    }
-
-    /// The JSON messages of an SSE body (events with non-empty data).
-    fn messages(&self) -> Vec<Value> {
-        self.events()
-            .iter()
-            .filter(|e| !e.data.is_empty())
-            .map(|e| serde_json::from_slice(&e.data).expect("JSON data"))
-            .collect()
-    }
-}
-
 async fn post_to(addr: SocketAddr, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {
-    let mut headers = vec![("accept", BOTH), ("content-type", "application/json")];
-    for (name, value) in extra {
-        headers.retain(|(n, _)| n != name);
-        headers.push((name, value));
-    }
-    send(addr, request(addr, Method::POST, path, &headers, body)).await
+    support::post(addr, path, extra, body).await
 }
 
 async fn post(addr: SocketAddr, extra: &[(&str, &str)], body: &str) -> Reply {
     post_to(addr, MCP, extra, body).await
-}
-
-/// An SSE response read event by event with `sluice::sse::Decoder`.
-struct SseReader {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Incoming,
-    buf: BytesMut,
-    decoder: sluice::sse::Decoder,
-}
-
-impl SseReader {
-    async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> SseReader {
-        let response = open(addr, req).await;
-        let (parts, body) = response.into_parts();
-        SseReader {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-            buf: BytesMut::new(),
-            decoder: sluice::sse::Decoder::new(),
-        }
-    }
-
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
-    /// The next event, or `None` when the stream ended. Comments are not events.
-    async fn next(&mut self) -> Option<sluice::sse::Event> {
-        loop {
-            if let Some(event) = self.decoder.decode(&mut self.buf).expect("valid SSE") {
-                return Some(event);
-            }
-            let frame = tokio::time::timeout(GUARD, self.body.frame())
-                .await
-                .expect("an event in time");
-            match frame {
-                None => return None,
-                Some(frame) => {
-                    if let Ok(data) = frame.expect("body frame").into_data() {
-                        self.buf.extend_from_slice(&data);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The next message event's data as JSON (priming events, with empty data, are skipped).
-    async fn next_message(&mut self) -> Value {
-        loop {
-            let event = self.next().await.expect("an event");
-            if event.data.is_empty() {
-                continue;
-            }
-            return serde_json::from_slice(&event.data).unwrap_or_else(|err| {
-                panic!(
-                    "not JSON ({err}): {:?}",
-                    String::from_utf8_lossy(&event.data)
-                )
-            });
-        }
-    }
-
-    /// The next raw body chunk (to see comments and priming frames, which are not events); it
-    /// is also kept for [`SseReader::next`].
-    async fn next_chunk(&mut self) -> Option<Bytes> {
-        let frame = tokio::time::timeout(GUARD, self.body.frame())
-            .await
-            .expect("a chunk in time")?;
-        let data = frame.expect("body frame").into_data().ok()?;
-        self.buf.extend_from_slice(&data);
-        Some(data)
-    }
-
-    /// Whether the body ends with no further message events (priming events aside).
-    async fn ends(&mut self) -> bool {
-        loop {
-            match self.next().await {
-                None => return true,
-                Some(event) if event.data.is_empty() => continue,
-                Some(_) => return false,
-            }
-        }
-    }
 }
 
 /// The raw frames of an SSE text (sluice writes LF line ends), comments included.
@@ -393,34 +175,9 @@ fn is_priming(frame: &str) -> bool {
 
 // === handshake-era helpers ===
 
-fn initialize_body(version: &str) -> String {
-    json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion": version,
-        "capabilities": {},
-        "clientInfo": {"name":"test","version":"1"}}})
-    .to_string()
-}
-
 /// Initializes a session at `version` (and sends `notifications/initialized`); returns its id.
 async fn session(addr: SocketAddr, version: &str) -> String {
-    let reply = post(
-        addr,
-        &[("accept", "application/json, text/event-stream;q=0.5")],
-        &initialize_body(version),
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::OK);
-    assert_eq!(reply.json()["result"]["protocolVersion"], version);
-    let id = reply.header("mcp-session-id").to_owned();
-    assert_eq!(id.len(), 22, "{id}");
-    let reply = post(
-        addr,
-        &[("mcp-session-id", &id), ("mcp-protocol-version", version)],
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::ACCEPTED);
-    id
+    support::session(addr, MCP, version).await
 }
 
 const PREFER_JSON: &str = "application/json, text/event-stream;q=0.5";
@@ -910,6 +667,7 @@ async fn a_missing_session_is_400_only_when_required() {
 async fn protocol_version_header_table() {
     let sluice = Sluice::start().await;
     let id = session(sluice.addr, "2025-06-18").await;
+    let addr = sluice.addr;
     let with = |version: &'static str| {
         let id = id.clone();
         async move {
@@ -917,7 +675,7 @@ async fn protocol_version_header_table() {
             if !version.is_empty() {
                 headers.push(("mcp-protocol-version", version));
             }
-            post(sluice.addr, &headers, PING).await
+            post(addr, &headers, PING).await
         }
     };
     // Absent: the session's version. Every released version is accepted.
@@ -1043,7 +801,7 @@ async fn resumption_replays_only_later_frames_of_the_same_stream() {
     let message = resumed.next_message().await;
     assert_eq!(message, json!({"jsonrpc":"2.0","id":"p","result":{}}));
     assert_eq!(
-        resumed.decoder.last_event_id().map(|b| b.to_vec()),
+        resumed.last_event_id().map(|b| b.to_vec()),
         Some(response.as_bytes().to_vec())
     );
     assert!(resumed.ends().await);
