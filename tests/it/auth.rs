@@ -5,35 +5,29 @@
 //! anonymous access. Public URLs are `https://rt.example.com/…` (`[server] public_url`), so the
 //! challenges and metadata must name that, never the test's loopback address.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 use sluice::auth::apikey::{self, GeneratedKey};
-use sluice::catalog::Catalog;
 use sluice::sse::Decoder;
 use sluice::ServeConfig;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+
+use crate::support::{
+    open, request_to_host, send, Answer, Downstream, Reply, TempDir, TestServer, BOTH, GUARD, MCP,
+};
 
 const PEPPER: &[u8] = b"integration-pepper";
 const PUBLIC: &str = "https://rt.example.com";
 const ISSUER: &str = "https://login.example.com/acme";
-const MCP: &str = "/runtime/acme/app/mcp";
-const BOTH: &str = "application/json, text/event-stream";
-const GUARD: Duration = Duration::from_secs(20);
 
 // === fixtures ===
 
@@ -72,17 +66,6 @@ fn claims() -> Value {
         "iat": now(),
         "scope": "mcp:tools",
     })
-}
-
-fn temp_dir() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "sluice-it-auth-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 /// The keys of the test tenant: `full` (every scope) and `limited` (`mcp:tools` only) of
@@ -225,42 +208,30 @@ toolset = "crm"
 // === servers ===
 
 /// A downstream that answers every request with `{"echoed":true}`, except `/hold`, which never
-/// answers.
+/// answers (it holds one of the tenant's downstream slots).
 async fn downstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let service = service_fn(|req: Request<Incoming>| async move {
-                    if req.uri().path() == "/hold" {
-                        // Never answers: holds one of the tenant's downstream slots.
-                        std::future::pending::<()>().await;
-                    }
-                    let mut response =
-                        hyper::Response::new(Full::new(Bytes::from_static(br#"{"echoed":true}"#)));
-                    response.headers_mut().insert(
-                        http::header::CONTENT_TYPE,
-                        http::HeaderValue::from_static("application/json"),
-                    );
-                    Ok::<_, Infallible>(response)
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
+    Downstream::new()
+        .route("/hold", Answer::Stall)
+        .fallback(Answer::Json(r#"{"echoed":true}"#))
+        .start()
+        .await
+        .addr
 }
 
+/// sluice over tenant `acme` (API keys and JWTs from a JWKS file in `dir`, audit to a file
+/// there).
 struct Sluice {
-    addr: SocketAddr,
-    dir: PathBuf,
+    server: TestServer,
+    dir: TempDir,
     keys: Keys,
     downstream: SocketAddr,
-    catalog: Arc<Catalog>,
-    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Deref for Sluice {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
 }
 
 impl Sluice {
@@ -268,32 +239,21 @@ impl Sluice {
         Self::with(|_| {}).await
     }
 
-    async fn with(configure: impl FnOnce(&mut ServeConfig)) -> Sluice {
-        let dir = temp_dir();
+    async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Sluice {
+        let dir = TempDir::new("auth");
         let mut jwk = Jwk::from_encoding_key(&rsa1(), Algorithm::RS256).expect("jwk");
         jwk.common.key_id = Some("k1".to_owned());
         let jwks = json!({ "keys": [jwk] });
         std::fs::write(dir.join("jwks.json"), jwks.to_string()).expect("jwks");
         let keys = Keys::new();
         let downstream = downstream().await;
-        let text = config_text(downstream, &dir, &keys, true);
-        let config = sluice::catalog::load::parse(&text, "test").expect("parses");
-        let catalog = Arc::new(Catalog::from_config(&config).expect("valid"));
-        let mut serve = ServeConfig::from_catalog(Arc::clone(&catalog));
-        configure(&mut serve);
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(listener, serve, async move {
-            let _ = stopped.await;
-        }));
+        let text = config_text(downstream, dir.path(), &keys, true);
+        let server = TestServer::toml(&text).with(configure).start().await;
         Sluice {
-            addr,
+            server,
             dir,
             keys,
             downstream,
-            catalog,
-            stop: Some(stop),
         }
     }
 
@@ -315,40 +275,9 @@ impl Sluice {
     }
 }
 
-impl Drop for Sluice {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 // === HTTP client ===
 
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
 impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
-            panic!(
-                "not JSON ({err}): {:?}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
     /// The JSON-RPC message of a JSON or single-event SSE answer.
     fn message(&self) -> Value {
         if self.header("content-type").starts_with("text/event-stream") {
@@ -387,50 +316,14 @@ impl Reply {
     }
 }
 
-async fn connect(addr: SocketAddr) -> hyper::client::conn::http1::SendRequest<Full<Bytes>> {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    sender
-}
-
+/// A request with `Host: rt.example.com` (the public URL's host).
 fn request(
     method: Method,
     path: &str,
     headers: &[(&str, &str)],
     body: &str,
 ) -> Request<Full<Bytes>> {
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", "rt.example.com");
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    builder
-        .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
-        .expect("request")
-}
-
-async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
-    let mut sender = connect(addr).await;
-    let response = tokio::time::timeout(GUARD, sender.send_request(req))
-        .await
-        .expect("answered in time")
-        .expect("response");
-    let (parts, body) = response.into_parts();
-    let body = tokio::time::timeout(GUARD, body.collect())
-        .await
-        .expect("body in time")
-        .expect("body")
-        .to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
+    request_to_host("rt.example.com", method, path, headers, body)
 }
 
 /// Opens a streaming GET and returns its status, headers and the first event's data.
@@ -439,17 +332,8 @@ async fn open_stream(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (StatusCode, HeaderMap, Option<Incoming>) {
-    let mut sender = connect(addr).await;
-    let response = tokio::time::timeout(
-        GUARD,
-        sender.send_request(request(Method::GET, path, headers, "")),
-    )
-    .await
-    .expect("answered in time")
-    .expect("response");
+    let response = open(addr, request(Method::GET, path, headers, "")).await;
     let (parts, body) = response.into_parts();
-    // The connection task keeps the stream open while the body is alive.
-    std::mem::forget(sender);
     let ok = parts.status == StatusCode::OK;
     (parts.status, parts.headers, ok.then_some(body))
 }
@@ -633,7 +517,7 @@ async fn api_keys_rotate_by_reload() {
         assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
     }
     // The operator removes the old key and reloads: it stops working at once, the new one goes on.
-    let text = config_text(s.downstream, &s.dir, &s.keys, false);
+    let text = config_text(s.downstream, s.dir.path(), &s.keys, false);
     let config = sluice::catalog::load::parse(&text, "test").expect("parses");
     s.catalog.replace(&config).expect("reload");
     post(
@@ -1225,9 +1109,10 @@ async fn metrics_exposition_parses_and_counts() {
 async fn downstream_calls_per_tenant_are_limited() {
     let s = Sluice::with(|config| config.invoker.max_per_tenant = 1).await;
     let auth = bearer(&s.keys.full.token);
+    let addr = s.addr;
     let quick = |auth: String| async move {
         post(
-            s.addr,
+            addr,
             "/runtime/acme/app/tools/quick",
             Some(&auth),
             &[],

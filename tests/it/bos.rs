@@ -3,67 +3,58 @@
 //! three platform tools, and `bos_execute` of a federated read streaming with the public context
 //! and ending with the identity envelope (shared/spec/000 §2, §5), in both protocol eras.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::ops::Deref;
 
-use bytes::{Bytes, BytesMut};
-use http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use bytes::BytesMut;
+use http::{Method, StatusCode};
 use serde_json::{json, Value};
 use sluice::auth::apikey::{self, GeneratedKey};
-use sluice::catalog::Catalog;
 use sluice::sse::Decoder;
-use sluice::ServeConfig;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+
+use crate::support::{full, request_to_host, send, Answer as Route, Downstream, TestServer};
 
 const PLATFORM: &str = "/mcp/apps/bos/platform";
 const PEPPER: &[u8] = b"bos-pepper";
-const GUARD: Duration = Duration::from_secs(20);
 
-/// A provider answering one page of two people, and `/echo` answering `{"echoed":true}`.
+/// A provider answering one page of two people, and `/echo` answering `{"echoed":true}`
+/// (neither with a `Content-Type`).
 async fn provider() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let service = service_fn(|req: Request<Incoming>| async move {
-                    let body = if req.uri().path() == "/echo" {
-                        json!({"echoed": true})
-                    } else {
-                        let record = |id: &str, name: &str, mail: &str| {
-                            json!({"source_identity": "crm", "external_id": id,
-                                   "record_type": "person", "observed_at": "2026-11-30T10:00:00Z",
-                                   "fields": {"name": name, "mail": mail}})
-                        };
-                        json!({"records": [record("1", "Ada", "ada@example.com"),
-                                           record("2", "Alan", "alan@example.com")],
-                               "next_cursor": null})
-                    };
-                    Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(
-                        body.to_string(),
-                    ))))
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
+    let people = || {
+        let record = |id: &str, name: &str, mail: &str| {
+            json!({"source_identity": "crm", "external_id": id,
+                   "record_type": "person", "observed_at": "2026-11-30T10:00:00Z",
+                   "fields": {"name": name, "mail": mail}})
+        };
+        json!({"records": [record("1", "Ada", "ada@example.com"),
+                           record("2", "Alan", "alan@example.com")],
+               "next_cursor": null})
+    };
+    Downstream::new()
+        .route(
+            "/echo",
+            Route::with(|_| async { full(200, json!({"echoed": true}).to_string()) }),
+        )
+        .fallback(Route::with(move |_| {
+            let body = people().to_string();
+            async move { full(200, body) }
+        }))
+        .start()
+        .await
+        .addr
 }
 
 struct Sluice {
-    addr: SocketAddr,
+    server: TestServer,
     alice: GeneratedKey,
     bob: GeneratedKey,
-    _stop: oneshot::Sender<()>,
+}
+
+impl Deref for Sluice {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
 }
 
 const ISSUER: &str = "https://login.example.com/acme";
@@ -179,24 +170,8 @@ toolset = "people"
         bob_hash = bob.hash_hex,
         jwks = jwks.display(),
     );
-    let config = sluice::catalog::load::parse(&text, "test").expect("parses");
-    let catalog = Arc::new(Catalog::from_config(&config).expect("valid"));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(sluice::serve(
-        listener,
-        ServeConfig::from_catalog(catalog),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    Sluice {
-        addr,
-        alice,
-        bob,
-        _stop: stop,
-    }
+    let server = TestServer::toml(&text).start().await;
+    Sluice { server, alice, bob }
 }
 
 struct Answer {
@@ -207,43 +182,29 @@ struct Answer {
 }
 
 async fn post(addr: SocketAddr, key: Option<&str>, body: &Value, stateless: bool) -> Answer {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    let mut req = Request::builder()
-        .method(Method::POST)
-        .uri(PLATFORM)
-        .header("host", "localhost")
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json");
-    if let Some(key) = key {
-        req = req.header("authorization", format!("Bearer {key}"));
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+    ];
+    let bearer = key.map(|key| format!("Bearer {key}"));
+    if let Some(bearer) = &bearer {
+        headers.push(("authorization", bearer));
     }
     if stateless {
-        req = req
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", body["method"].as_str().unwrap_or(""))
-            .header("mcp-name", body["params"]["name"].as_str().unwrap_or(""));
+        headers.push(("mcp-protocol-version", "2026-07-28"));
+        headers.push(("mcp-method", body["method"].as_str().unwrap_or("")));
+        headers.push(("mcp-name", body["params"]["name"].as_str().unwrap_or("")));
     }
-    let req = req
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("request");
-    let response = tokio::time::timeout(GUARD, sender.send_request(req))
-        .await
-        .expect("in time")
-        .expect("response");
-    let (parts, body) = response.into_parts();
-    let raw = tokio::time::timeout(GUARD, body.collect())
-        .await
-        .expect("body in time")
-        .expect("body")
-        .to_bytes();
-    let is_sse = parts
-        .headers
-        .get("content-type")
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let req = request_to_host(
+        "localhost",
+        Method::POST,
+        PLATFORM,
+        &headers,
+        &body.to_string(),
+    );
+    let reply = send(addr, req).await;
+    let raw = &reply.body;
+    let is_sse = reply.content_type().starts_with("text/event-stream");
     let mut messages = Vec::new();
     if is_sse {
         let mut decoder = Decoder::new();
@@ -254,11 +215,11 @@ async fn post(addr: SocketAddr, key: Option<&str>, body: &Value, stateless: bool
             }
         }
     } else if !raw.is_empty() {
-        messages.push(serde_json::from_slice(&raw).expect("JSON body"));
+        messages.push(serde_json::from_slice(raw).expect("JSON body"));
     }
     Answer {
-        status: parts.status,
-        headers: parts.headers,
+        status: reply.status,
+        headers: reply.headers,
         messages,
     }
 }
@@ -335,27 +296,14 @@ async fn the_platform_needs_an_api_key_and_publishes_its_metadata() {
     .await;
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
 
-    let stream = TcpStream::connect(s.addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    let req = Request::builder()
-        .uri(format!("/.well-known/oauth-protected-resource{PLATFORM}"))
-        .header("host", "localhost")
-        .body(Full::new(Bytes::new()))
-        .expect("request");
-    let response = sender.send_request(req).await.expect("response");
-    assert_eq!(response.status(), StatusCode::OK);
-    let doc: Value = serde_json::from_slice(
-        &response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes(),
+    let path = format!("/.well-known/oauth-protected-resource{PLATFORM}");
+    let reply = send(
+        s.addr,
+        request_to_host("localhost", Method::GET, &path, &[], ""),
     )
-    .expect("JSON");
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let doc: Value = serde_json::from_slice(&reply.body).expect("JSON");
     assert_eq!(doc["resource"], format!("http://{}{PLATFORM}", s.addr));
 }
 

@@ -1,80 +1,22 @@
 //! Integration tests: the REST surface and the admin reload, over real sockets, against the demo
 //! CRM API and small hyper downstreams started by each test.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use http::{Request, StatusCode};
+use http_body_util::Full;
 use serde_json::{json, Value};
 use sluice::catalog::Catalog;
-use sluice::ServeConfig;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+
+use crate::support::{self, demo, Answer, Downstream, Reply, TestServer};
 
 // === support ===
 
-/// sluice on 127.0.0.1:0; shuts down when dropped.
-struct Sluice {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-}
-
-impl Sluice {
-    async fn start(config: ServeConfig) -> Sluice {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(sluice::serve(listener, config, async move {
-            let _ = stopped.await;
-        }));
-        Sluice {
-            addr,
-            stop: Some(stop),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-}
-
-impl Drop for Sluice {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-/// The demo API on 127.0.0.1:0 and sluice serving the demo configuration over it.
-async fn demo() -> Sluice {
-    let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", api.local_addr().unwrap());
-    tokio::spawn(sluice::demo::serve_api(api, std::future::pending()));
-    let config = sluice::catalog::load::parse(&sluice::demo::config_text(&base), "demo").unwrap();
-    let catalog = Arc::new(Catalog::from_config(&config).unwrap());
-    Sluice::start(ServeConfig::from_catalog(catalog)).await
-}
-
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
 impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
-            panic!("not JSON ({err}): {}", String::from_utf8_lossy(&self.body))
-        })
-    }
-
     /// The JSON-RPC error object of an error answer.
     fn error(&self) -> Value {
         let body = self.json();
@@ -84,15 +26,21 @@ impl Reply {
     }
 }
 
-async fn send(req: Request<Full<Bytes>>) -> Reply {
-    let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http();
-    let response = client.request(req).await.unwrap();
-    let (parts, body) = response.into_parts();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body: body.collect().await.unwrap().to_bytes(),
-    }
+/// Sends `req` (its URI absolute, `http://{addr}/…`) on a fresh connection, in origin form with
+/// its `Host`, as an HTTP client library would.
+async fn send(mut req: Request<Full<Bytes>>) -> Reply {
+    let authority = req.uri().authority().expect("an absolute URI").to_string();
+    let addr: SocketAddr = authority.parse().expect("an address");
+    let origin = req
+        .uri()
+        .path_and_query()
+        .expect("a path")
+        .as_str()
+        .to_owned();
+    *req.uri_mut() = origin.parse().expect("origin form");
+    req.headers_mut()
+        .insert(http::header::HOST, authority.parse().expect("host"));
+    support::send(addr, req).await
 }
 
 async fn get(url: &str) -> Reply {
@@ -107,12 +55,7 @@ async fn post(url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     send(req.body(Full::new(Bytes::from(body.to_owned()))).unwrap()).await
 }
 
-/// A downstream that records the headers it received and answers with `respond`.
-struct Downstream {
-    addr: SocketAddr,
-    seen: Arc<Mutex<Vec<HeaderMap>>>,
-}
-
+/// How the downstream of a test answers (none with a `Content-Type`).
 #[derive(Clone, Copy)]
 enum Respond {
     Json(&'static str),
@@ -121,42 +64,15 @@ enum Respond {
     Never,
 }
 
+/// A downstream that records the headers it received and answers with `respond`.
 async fn downstream(respond: Respond) -> Downstream {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            let log = Arc::clone(&log);
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    log.lock().unwrap().push(req.headers().clone());
-                    async move {
-                        let (status, body) = match respond {
-                            Respond::Json(text) => (200, text),
-                            Respond::Status(code) => (code, r#"{"secret":"internal detail"}"#),
-                            Respond::Garbage => (200, "<html>not json"),
-                            Respond::Never => {
-                                std::future::pending::<()>().await;
-                                (200, "")
-                            }
-                        };
-                        let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
-                        *response.status_mut() = StatusCode::from_u16(status).unwrap();
-                        Ok::<_, Infallible>(response)
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    Downstream { addr, seen }
+    let answer = match respond {
+        Respond::Json(text) => Answer::Plain(200, text),
+        Respond::Status(code) => Answer::Plain(code, r#"{"secret":"internal detail"}"#),
+        Respond::Garbage => Answer::Plain(200, "<html>not json"),
+        Respond::Never => Answer::Stall,
+    };
+    Downstream::new().fallback(answer).start().await
 }
 
 /// A one-tool configuration calling `url` with the given correlation strategy.
@@ -190,15 +106,10 @@ toolset = "ts"
     )
 }
 
-async fn one_tool(respond: Respond, strategy: &str) -> (Sluice, Downstream) {
+async fn one_tool(respond: Respond, strategy: &str) -> (TestServer, Downstream) {
     let down = downstream(respond).await;
     let text = one_tool_config(&format!("http://{}/echo", down.addr), strategy, 300);
-    let config = sluice::catalog::load::parse(&text, "test").unwrap();
-    let catalog = Arc::new(Catalog::from_config(&config).unwrap());
-    (
-        Sluice::start(ServeConfig::from_catalog(catalog)).await,
-        down,
-    )
+    (TestServer::toml(&text).start().await, down)
 }
 
 /// A unique scratch file path for configuration files.
@@ -411,9 +322,7 @@ async fn connect_failure_is_502() {
         .local_addr()
         .unwrap();
     let text = one_tool_config(&format!("http://{closed}/echo"), "none", 1000);
-    let config = sluice::catalog::load::parse(&text, "test").unwrap();
-    let catalog = Arc::new(Catalog::from_config(&config).unwrap());
-    let sluice = Sluice::start(ServeConfig::from_catalog(catalog)).await;
+    let sluice = TestServer::toml(&text).start().await;
     let reply = post(
         &sluice.url("/runtime/t1/c1/tools/echo"),
         &[],
@@ -445,10 +354,7 @@ async fn correlation_is_echoed_and_forwarded_per_strategy() {
     assert_eq!(reply.headers["x-external-correlation-id"], "client-ref-7");
     let execution = reply.headers["x-execution-id"].to_str().unwrap().to_owned();
     assert_ne!(execution, "client-ref-7");
-    assert_eq!(
-        down.seen.lock().unwrap()[0]["x-request-ref"],
-        "client-ref-7"
-    );
+    assert_eq!(down.headers()[0]["x-request-ref"], "client-ref-7");
 
     // A value that fails the acceptance rules is neither echoed nor forwarded: the downstream
     // gets the execution id instead.
@@ -460,10 +366,7 @@ async fn correlation_is_echoed_and_forwarded_per_strategy() {
     .await;
     assert!(reply.headers.get("x-external-correlation-id").is_none());
     let execution = reply.headers["x-execution-id"].to_str().unwrap().to_owned();
-    assert_eq!(
-        down.seen.lock().unwrap()[1]["x-request-ref"],
-        execution.as_str()
-    );
+    assert_eq!(down.headers()[1]["x-request-ref"], execution.as_str());
 
     // Strategy `none`: nothing reaches the downstream, the echo still happens.
     let (sluice, down) = one_tool(Respond::Json(r#"{"ok":true}"#), "none").await;
@@ -474,7 +377,7 @@ async fn correlation_is_echoed_and_forwarded_per_strategy() {
     )
     .await;
     assert_eq!(reply.headers["x-external-correlation-id"], "client-ref-8");
-    assert!(down.seen.lock().unwrap()[0].get("x-request-ref").is_none());
+    assert!(down.headers()[0].get("x-request-ref").is_none());
 }
 
 // === reload ===
@@ -486,7 +389,7 @@ async fn admin_reload_swaps_the_catalog_and_refuses_invalid_files() {
     let path = scratch_file("reload.toml");
     std::fs::write(&path, one_tool_config(&url, "none", 1000)).unwrap();
     let catalog = Arc::new(Catalog::load(&path).unwrap());
-    let sluice = Sluice::start(ServeConfig::from_catalog(Arc::clone(&catalog))).await;
+    let sluice = TestServer::catalog(Arc::clone(&catalog)).start().await;
     let reload = |token: &'static str| {
         let url = sluice.url("/admin/reload");
         async move {
@@ -552,7 +455,7 @@ async fn requests_during_reloads_see_a_whole_catalog() {
     let old_config = sluice::catalog::load::parse(&old, "old").unwrap();
     let new_config = sluice::catalog::load::parse(&new, "new").unwrap();
     let catalog = Arc::new(Catalog::from_config(&old_config).unwrap());
-    let sluice = Arc::new(Sluice::start(ServeConfig::from_catalog(Arc::clone(&catalog))).await);
+    let sluice = Arc::new(TestServer::catalog(Arc::clone(&catalog)).start().await);
 
     let swapper = {
         let catalog = Arc::clone(&catalog);
