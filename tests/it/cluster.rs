@@ -16,34 +16,28 @@
 //! cross-caller isolation on every path of every instance, and the refused start when Redis
 //! does not answer.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::Full;
 use serde_json::{json, Value};
 use sluice::auth::apikey::{self, GeneratedKey};
 use sluice::catalog::Catalog;
 use sluice::session::{RedisConfig, SessionId};
 use sluice::ServeConfig;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
 
-use super::support::{open, request, send, Reply, GUARD};
+use super::support::{
+    request, send, Answer, Downstream, Reply, SseReader, TestServer, BOTH, GUARD, INITIALIZED, MCP,
+};
 
-const BOTH: &str = "application/json, text/event-stream";
-const MCP: &str = "/runtime/acme/app/mcp";
 const PEPPER: &str = "cluster-pepper";
 const ADMIN: &str = "cluster-admin-token";
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cluster-test","version":"1"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const CALL: &str =
     r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
 
@@ -195,30 +189,11 @@ impl Drop for OwnRedis {
 
 /// A downstream answering every request with `{"message":"hello"}`.
 async fn downstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let service = service_fn(|_req: Request<Incoming>| async {
-                    let mut response = http::Response::new(Full::new(Bytes::from_static(
-                        br#"{"message":"hello"}"#,
-                    )));
-                    response
-                        .headers_mut()
-                        .insert("content-type", "application/json".parse().expect("hv"));
-                    Ok::<_, Infallible>(response)
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
+    Downstream::new()
+        .fallback(Answer::Json(r#"{"message":"hello"}"#))
+        .start()
+        .await
+        .addr
 }
 
 // === the deployment ===
@@ -288,36 +263,9 @@ toolset = "base"
     )
 }
 
-/// One sluice instance.
-struct Node {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-}
-
-impl Node {
-    /// Drains the instance (as SIGTERM would) and waits until it has stopped.
-    async fn shutdown(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(done) = self.done.take() {
-            let _ = tokio::time::timeout(GUARD, done).await;
-        }
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
 /// Instances sharing one configuration file and one Redis namespace.
 struct Cluster {
-    nodes: Vec<Node>,
+    nodes: Vec<TestServer>,
     callers: Callers,
     downstream: SocketAddr,
     file: PathBuf,
@@ -361,31 +309,26 @@ impl Cluster {
         }
     }
 
-    async fn start_node(&self) -> Node {
+    async fn start_node(&self) -> TestServer {
         let catalog = Arc::new(Catalog::load(&self.file).expect("valid configuration"));
-        let mut config = ServeConfig::from_catalog(catalog);
-        config.cluster = Some(self.redis_config());
-        config.expected_instances = 3;
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(sluice::serve(listener, config, async move {
-            let _ = stopped.await;
-        }));
+        let redis = self.redis_config();
+        let node = TestServer::catalog(catalog)
+            .with(move |config| {
+                config.cluster = Some(redis);
+                config.expected_instances = 3;
+            })
+            .start()
+            .await;
         // Ready when it answers.
         let deadline = tokio::time::Instant::now() + GUARD;
         loop {
-            if TcpStream::connect(addr).await.is_ok() {
+            if TcpStream::connect(node.addr).await.is_ok() {
                 break;
             }
             assert!(tokio::time::Instant::now() < deadline, "node did not start");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Node {
-            addr,
-            stop: Some(stop),
-            done: Some(done),
-        }
+        node
     }
 
     fn addr(&self, index: usize) -> SocketAddr {
@@ -420,7 +363,7 @@ impl Cluster {
     /// Stops every instance, then deletes the test's keys (and checks none is left).
     async fn finish(mut self) {
         for node in &mut self.nodes {
-            node.shutdown().await;
+            node.stop().await;
         }
         cleanup(&self.url, &self.prefix).await;
     }
@@ -502,114 +445,37 @@ async fn legacy_post(addr: SocketAddr, auth: &str, session: &str, body: &str) ->
     send(addr, request(addr, Method::POST, &path, &headers, body)).await
 }
 
-/// An SSE response read event by event.
-struct SseReader {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Incoming,
-    buf: BytesMut,
-    decoder: sluice::sse::Decoder,
+/// Opens an SSE stream that ends (rather than failing) when its instance goes away.
+async fn sse(addr: SocketAddr, req: Request<Full<Bytes>>) -> SseReader {
+    SseReader::open(addr, req).await.tolerant()
 }
 
-impl SseReader {
-    async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> SseReader {
-        let (parts, body) = open(addr, req).await.into_parts();
-        SseReader {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-            buf: BytesMut::new(),
-            decoder: sluice::sse::Decoder::new(),
-        }
+/// The standalone GET stream of `session` on `addr`, resuming from `last_event_id`.
+async fn get_stream(
+    addr: SocketAddr,
+    auth: &str,
+    session: &str,
+    last_event_id: Option<&str>,
+) -> SseReader {
+    let mut headers = vec![
+        ("accept", "text/event-stream"),
+        ("authorization", auth),
+        ("mcp-session-id", session),
+    ];
+    if let Some(last) = last_event_id {
+        headers.push(("last-event-id", last));
     }
+    sse(addr, request(addr, Method::GET, MCP, &headers, "")).await
+}
 
-    /// The standalone GET stream of `session` on `addr`, resuming from `last_event_id`.
-    async fn get(
-        addr: SocketAddr,
-        auth: &str,
-        session: &str,
-        last_event_id: Option<&str>,
-    ) -> SseReader {
-        let mut headers = vec![
-            ("accept", "text/event-stream"),
-            ("authorization", auth),
-            ("mcp-session-id", session),
-        ];
-        if let Some(last) = last_event_id {
-            headers.push(("last-event-id", last));
-        }
-        SseReader::open(addr, request(addr, Method::GET, MCP, &headers, "")).await
-    }
-
-    /// The legacy `/sse` stream on `addr`.
-    async fn legacy(addr: SocketAddr, auth: &str) -> SseReader {
-        let headers = [("accept", "text/event-stream"), ("authorization", auth)];
-        SseReader::open(
-            addr,
-            request(addr, Method::GET, "/runtime/acme/app/sse", &headers, ""),
-        )
-        .await
-    }
-
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
-    /// The next event, or `None` when the stream ended. Comments (keep-alives) are not
-    /// events, and do not extend the hang guard.
-    async fn next(&mut self) -> Option<sluice::sse::Event> {
-        let deadline = tokio::time::Instant::now() + GUARD;
-        loop {
-            if let Some(event) = self.decoder.decode(&mut self.buf).expect("valid SSE") {
-                return Some(event);
-            }
-            let frame = tokio::time::timeout_at(deadline, self.body.frame())
-                .await
-                .expect("an event in time")?;
-            let data = frame.ok()?.into_data().ok()?;
-            self.buf.extend_from_slice(&data);
-        }
-    }
-
-    /// The next raw body chunk (keep-alive comments included), also kept for `next`.
-    async fn next_chunk(&mut self) -> Option<Bytes> {
-        let frame = tokio::time::timeout(GUARD, self.body.frame())
-            .await
-            .expect("a chunk in time")?;
-        let data = frame.ok()?.into_data().ok()?;
-        self.buf.extend_from_slice(&data);
-        Some(data)
-    }
-
-    /// The next message event's data as JSON (priming events are skipped).
-    async fn next_message(&mut self) -> Value {
-        loop {
-            let event = self.next().await.expect("an event");
-            if event.data.is_empty() {
-                continue;
-            }
-            return serde_json::from_slice(&event.data).expect("JSON data");
-        }
-    }
-
-    /// Whether the stream ends with no further message (priming and keep-alives aside).
-    async fn ends(&mut self) -> bool {
-        let deadline = tokio::time::Instant::now() + GUARD;
-        loop {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the stream did not end in time"
-            );
-            match self.next().await {
-                None => return true,
-                Some(event) if event.data.is_empty() => continue,
-                Some(_) => return false,
-            }
-        }
-    }
+/// The legacy `/sse` stream on `addr`.
+async fn legacy_stream(addr: SocketAddr, auth: &str) -> SseReader {
+    let headers = [("accept", "text/event-stream"), ("authorization", auth)];
+    sse(
+        addr,
+        request(addr, Method::GET, "/runtime/acme/app/sse", &headers, ""),
+    )
+    .await
 }
 
 /// Polls `check` until it holds (hang guard `GUARD`).
@@ -645,7 +511,7 @@ async fn a_session_walks_across_three_instances() {
     assert!(body["result"]["content"].is_array(), "{body}");
 
     // The standalone stream on C.
-    let mut stream = SseReader::get(c, &alice, &session, None).await;
+    let mut stream = get_stream(c, &alice, &session, None).await;
     assert_eq!(stream.status, StatusCode::OK);
     assert_eq!(stream.header("content-type"), "text/event-stream");
     let priming = stream.next().await.expect("priming event");
@@ -663,7 +529,7 @@ async fn a_session_walks_across_three_instances() {
             .await
             .assert_unknown_session("call after DELETE");
     }
-    let reopened = SseReader::get(c, &alice, &session, None).await;
+    let reopened = get_stream(c, &alice, &session, None).await;
     assert_eq!(reopened.status, StatusCode::NOT_FOUND);
     delete(b, &alice, &session)
         .await
@@ -719,7 +585,7 @@ async fn a_legacy_response_posted_to_another_instance_arrives_on_the_holders_str
     };
     let cluster = Cluster::start(3, &url, &prefix, 100).await;
     let alice = cluster.alice();
-    let mut stream = SseReader::legacy(cluster.addr(0), &alice).await;
+    let mut stream = legacy_stream(cluster.addr(0), &alice).await;
     assert_eq!(stream.status, StatusCode::OK);
     let endpoint = stream.next().await.expect("endpoint event");
     assert_eq!(endpoint.event_type(), b"endpoint");
@@ -774,11 +640,11 @@ async fn a_reload_on_one_instance_reaches_live_streams_on_the_others() {
     // Sessions minted on A with their streams on B and C.
     let on_b = cluster.session(0, &alice).await;
     let on_c = cluster.session(0, &alice).await;
-    let mut stream_b = SseReader::get(cluster.addr(1), &alice, &on_b, None).await;
-    let mut stream_c = SseReader::get(cluster.addr(2), &alice, &on_c, None).await;
+    let mut stream_b = get_stream(cluster.addr(1), &alice, &on_b, None).await;
+    let mut stream_c = get_stream(cluster.addr(2), &alice, &on_c, None).await;
     assert_eq!(stream_b.status, StatusCode::OK);
     assert_eq!(stream_c.status, StatusCode::OK);
-    let mut legacy_b = SseReader::legacy(cluster.addr(1), &alice).await;
+    let mut legacy_b = legacy_stream(cluster.addr(1), &alice).await;
     assert!(legacy_b.next().await.is_some(), "endpoint event");
 
     cluster.add_tool();
@@ -820,16 +686,16 @@ async fn a_client_whose_holder_stopped_reconnects_elsewhere_and_keeps_its_sessio
     let mut cluster = Cluster::start(3, &url, &prefix, 100).await;
     let alice = cluster.alice();
     let session = cluster.session(0, &alice).await;
-    let mut stream = SseReader::get(cluster.addr(1), &alice, &session, None).await;
+    let mut stream = get_stream(cluster.addr(1), &alice, &session, None).await;
     let priming = stream.next().await.expect("priming event");
     let last_event_id = String::from_utf8(priming.id.expect("an event id").to_vec()).expect("id");
 
     // B stops: its stream ends.
-    cluster.nodes.get_mut(1).expect("B").shutdown().await;
+    cluster.nodes.get_mut(1).expect("B").stop().await;
     assert!(stream.ends().await, "the stream ended with its instance");
 
     // Reconnecting on C with Last-Event-ID: a fresh stream (nothing of B's replayed).
-    let mut resumed = SseReader::get(cluster.addr(2), &alice, &session, Some(&last_event_id)).await;
+    let mut resumed = get_stream(cluster.addr(2), &alice, &session, Some(&last_event_id)).await;
     assert_eq!(resumed.status, StatusCode::OK);
     let fresh = resumed.next().await.expect("priming of the fresh stream");
     assert!(fresh.data.is_empty());
@@ -859,7 +725,7 @@ async fn service_recovers_by_itself_after_redis_restarts() {
     let (a, b) = (cluster.addr(0), cluster.addr(1));
     let alice = cluster.alice();
     let session = cluster.session(0, &alice).await;
-    let mut stream = SseReader::get(a, &alice, &session, None).await;
+    let mut stream = get_stream(a, &alice, &session, None).await;
     assert!(stream.next().await.is_some(), "priming");
     assert_eq!(get_path(a, "/readyz").await.status, StatusCode::OK);
 
@@ -910,7 +776,7 @@ async fn service_recovers_by_itself_after_redis_restarts() {
     // A legacy stream is refused (503) until A can register it as the holder again.
     let mut legacy = tokio::time::timeout(GUARD, async {
         loop {
-            let legacy = SseReader::legacy(a, &alice).await;
+            let legacy = legacy_stream(a, &alice).await;
             if legacy.status != StatusCode::SERVICE_UNAVAILABLE {
                 return legacy;
             }
@@ -977,7 +843,7 @@ async fn legacy_posts_right_after_a_redis_restart_are_delivered_or_refused_never
     // everything), then at once cross-instance POSTs on B, each checked against the stream.
     let deadline = tokio::time::Instant::now() + GUARD;
     let mut legacy = loop {
-        let stream = SseReader::legacy(a, &alice).await;
+        let stream = legacy_stream(a, &alice).await;
         if stream.status == StatusCode::OK {
             break stream;
         }
@@ -1039,9 +905,9 @@ async fn another_callers_session_id_is_unknown_on_every_path_of_every_instance()
     let cluster = Cluster::start(3, &url, &prefix, 100).await;
     let (alice, bob) = (cluster.alice(), cluster.bob());
     let session = cluster.session(0, &alice).await;
-    let mut stream = SseReader::get(cluster.addr(1), &alice, &session, None).await;
+    let mut stream = get_stream(cluster.addr(1), &alice, &session, None).await;
     assert!(stream.next().await.is_some(), "priming");
-    let mut legacy = SseReader::legacy(cluster.addr(2), &alice).await;
+    let mut legacy = legacy_stream(cluster.addr(2), &alice).await;
     assert!(legacy.next().await.is_some(), "endpoint");
     let legacy_session = legacy.header("mcp-session-id").to_owned();
 
@@ -1050,7 +916,7 @@ async fn another_callers_session_id_is_unknown_on_every_path_of_every_instance()
         post(addr, &bob, Some(&session), CALL)
             .await
             .assert_unknown_session("POST");
-        let reader = SseReader::get(addr, &bob, &session, None).await;
+        let reader = get_stream(addr, &bob, &session, None).await;
         assert_eq!(reader.status, StatusCode::NOT_FOUND, "GET on {index}");
         delete(addr, &bob, &session)
             .await

@@ -4,26 +4,23 @@
 //! checklist (shared/spec/000 §6) on every stream.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::ops::Deref;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
+use bytes::BytesMut;
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use sluice::catalog::Catalog;
 use sluice::sse::Decoder;
-use sluice::ServeConfig;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+
+use crate::support::{
+    self, full, open, request_to_host, Answer as Route, Answered, Downstream, Received, TestServer,
+    GUARD,
+};
 
 const MCP: &str = "/runtime/t/c/mcp";
-const GUARD: Duration = Duration::from_secs(20);
 const OPT_IN: &str = "bos/source-results/v1";
 
 // === providers ===
@@ -46,115 +43,74 @@ enum Behaviour {
 }
 
 /// Provider servers for every source of a test, on one listener: `/src/{name}`.
-struct Providers {
-    addr: SocketAddr,
-    dropped: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
-}
-
-struct DropSignal(mpsc::UnboundedSender<String>, String);
-
-impl Drop for DropSignal {
-    fn drop(&mut self) {
-        let _ = self.0.send(self.1.clone());
-    }
-}
-
-impl Providers {
-    async fn start(sources: HashMap<&'static str, Behaviour>) -> Arc<Providers> {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (dropped_tx, dropped_rx) = mpsc::unbounded_channel();
-        let sources = Arc::new(sources);
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let sources = Arc::clone(&sources);
-                let dropped_tx = dropped_tx.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: Request<Incoming>| {
-                        let sources = Arc::clone(&sources);
-                        let dropped_tx = dropped_tx.clone();
-                        async move { Ok::<_, Infallible>(serve(&sources, req, dropped_tx).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+async fn providers(sources: HashMap<&'static str, Behaviour>) -> Downstream {
+    let mut api = Downstream::new().fallback(Route::Plain(404, "{}"));
+    for (name, behaviour) in sources {
+        let answer = match behaviour {
+            Behaviour::Status(status) => {
+                Route::Plain(status, r#"{"message":"provider secret detail"}"#)
             }
-        });
-        Arc::new(Providers {
-            addr,
-            dropped: tokio::sync::Mutex::new(dropped_rx),
-        })
+            // The provider reports the request's path when it is abandoned.
+            Behaviour::Hang => Route::Stall,
+            Behaviour::Records {
+                n,
+                page,
+                delay,
+                dup,
+            } => Route::with(move |req| records(name, req, n, page, delay, dup)),
+        };
+        api = api.route(&format!("/src/{name}"), answer);
     }
-
-    async fn wait_dropped(&self) -> String {
-        let mut rx = self.dropped.lock().await;
-        tokio::time::timeout(GUARD, rx.recv())
-            .await
-            .expect("a provider request was dropped in time")
-            .expect("channel open")
-    }
+    api.start().await
 }
 
-async fn serve(
-    sources: &HashMap<&'static str, Behaviour>,
-    req: Request<Incoming>,
-    dropped: mpsc::UnboundedSender<String>,
-) -> hyper::Response<Full<Bytes>> {
-    let path = req.uri().path().to_owned();
-    let query = req.uri().query().unwrap_or("").to_owned();
-    let name = path.trim_start_matches("/src/").to_owned();
+/// The source whose request was abandoned next.
+async fn wait_dropped(providers: &Downstream) -> String {
+    let path = providers.wait_dropped().await;
+    path.trim_start_matches("/src/").to_owned()
+}
+
+/// One page of source `name`'s `n` records from the request's `cursor`.
+async fn records(
+    name: &str,
+    req: Received,
+    n: usize,
+    page: usize,
+    delay: Duration,
+    dup: usize,
+) -> Answered {
+    let query = req.uri.split_once('?').map_or("", |(_, q)| q).to_owned();
     let param = |key: &str| {
         query.split('&').find_map(|pair| {
             let (k, v) = pair.split_once('=')?;
             (k == key).then(|| v.to_owned())
         })
     };
-    let reply = |status: u16, body: Value| {
-        let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
-        *response.status_mut() = StatusCode::from_u16(status).expect("status");
-        response
-    };
-    match sources.get(name.as_str()) {
-        None => reply(404, json!({})),
-        Some(Behaviour::Status(status)) => {
-            reply(*status, json!({"message": "provider secret detail"}))
-        }
-        Some(Behaviour::Hang) => {
-            let _signal = DropSignal(dropped, name);
-            std::future::pending::<()>().await;
-            reply(200, json!({}))
-        }
-        Some(Behaviour::Records {
-            n,
-            page,
-            delay,
-            dup,
-        }) => {
-            tokio::time::sleep(*delay).await;
-            let limit: usize = param("limit").and_then(|l| l.parse().ok()).unwrap_or(100);
-            let start: usize = param("cursor").and_then(|c| c.parse().ok()).unwrap_or(0);
-            let end = (start + limit.min(*page)).min(*n);
-            let records: Vec<Value> = (start..end)
-                .map(|i| {
-                    json!({
-                        "source_identity": name,
-                        "external_id": format!("{name}-{i}"),
-                        "record_type": "person",
-                        "observed_at": "2026-11-30T10:00:00Z",
-                        "version": i,
-                        "fields": {
-                            "name": format!("Person {i}"),
-                            "mail": format!("P{}@Example.com ", i % dup),
-                            "q": param("q"),
-                        },
-                    })
-                })
-                .collect();
-            let next = (end < *n).then(|| end.to_string());
-            reply(200, json!({"records": records, "next_cursor": next}))
-        }
-    }
+    tokio::time::sleep(delay).await;
+    let limit: usize = param("limit").and_then(|l| l.parse().ok()).unwrap_or(100);
+    let start: usize = param("cursor").and_then(|c| c.parse().ok()).unwrap_or(0);
+    let end = (start + limit.min(page)).min(n);
+    let records: Vec<Value> = (start..end)
+        .map(|i| {
+            json!({
+                "source_identity": name,
+                "external_id": format!("{name}-{i}"),
+                "record_type": "person",
+                "observed_at": "2026-11-30T10:00:00Z",
+                "version": i,
+                "fields": {
+                    "name": format!("Person {i}"),
+                    "mail": format!("P{}@Example.com ", i % dup),
+                    "q": param("q"),
+                },
+            })
+        })
+        .collect();
+    let next = (end < n).then(|| end.to_string());
+    full(
+        200,
+        json!({"records": records, "next_cursor": next}).to_string(),
+    )
 }
 
 // === sluice ===
@@ -195,16 +151,22 @@ exposed = "query"
 }
 
 struct Sluice {
-    addr: SocketAddr,
-    providers: Arc<Providers>,
-    _stop: oneshot::Sender<()>,
+    server: TestServer,
+    providers: Downstream,
+}
+
+impl Deref for Sluice {
+    type Target = TestServer;
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
 }
 
 async fn start(
     sources: HashMap<&'static str, Behaviour>,
     tools: impl Fn(SocketAddr) -> String,
 ) -> Sluice {
-    let providers = Providers::start(sources).await;
+    let providers = providers(sources).await;
     // Plain (not source-results) answers as JSON, as these tests read them: the framing of
     // handshake-era answers is not what they test.
     let text = format!(
@@ -212,23 +174,8 @@ async fn start(
          [[tenant.toolset]]\nid = \"s\"\n{}\n[[tenant.assignment]]\nclient = \"c\"\ntoolset = \"s\"\n",
         tools(providers.addr)
     );
-    let config = sluice::catalog::load::parse(&text, "test").expect("parses");
-    let catalog = Arc::new(Catalog::from_config(&config).expect("valid"));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(sluice::serve(
-        listener,
-        ServeConfig::from_catalog(catalog),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    Sluice {
-        addr,
-        providers,
-        _stop: stop,
-    }
+    let server = TestServer::toml(&text).start().await;
+    Sluice { server, providers }
 }
 
 /// The standard set: `a` (25 records, provider pages of 10), `b` (140 records with distinct
@@ -342,36 +289,17 @@ async fn send(
     stateless: bool,
     tool: &str,
 ) -> hyper::Response<Incoming> {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    let mut req = Request::builder()
-        .method(Method::POST)
-        .uri(MCP)
-        .header("host", "localhost")
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json");
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+    ];
     if stateless {
-        req = req
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", tool);
+        headers.push(("mcp-protocol-version", "2026-07-28"));
+        headers.push(("mcp-method", "tools/call"));
+        headers.push(("mcp-name", tool));
     }
-    let req = req
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("request");
-    let response = tokio::time::timeout(GUARD, sender.send_request(req))
-        .await
-        .expect("answered in time")
-        .expect("response");
-    // The connection task owns the socket; keep the sender alive with the response.
-    tokio::spawn(async move {
-        let _sender = sender;
-        tokio::time::sleep(GUARD).await;
-    });
-    response
+    let req = request_to_host("localhost", Method::POST, MCP, &headers, &body.to_string());
+    open(addr, req).await
 }
 
 /// Reads the whole answer incrementally (frame by frame, as a streaming client would).
@@ -748,8 +676,8 @@ async fn a_client_disconnect_cancels_every_source_read() {
     assert!(first.is_some());
     drop(body);
     let mut dropped = BTreeSet::new();
-    dropped.insert(s.providers.wait_dropped().await);
-    dropped.insert(s.providers.wait_dropped().await);
+    dropped.insert(wait_dropped(&s.providers).await);
+    dropped.insert(wait_dropped(&s.providers).await);
     assert_eq!(dropped, BTreeSet::from(["h1".to_owned(), "h2".to_owned()]));
 }
 
@@ -794,7 +722,7 @@ async fn the_operation_deadline_keeps_delivered_records() {
         structured["metadata"]["source_errors"][0]["error"]["code"],
         "source_timeout"
     );
-    assert_eq!(s.providers.wait_dropped().await, "stuck");
+    assert_eq!(wait_dropped(&s.providers).await, "stuck");
 }
 
 #[tokio::test]
@@ -872,28 +800,11 @@ async fn discovery_advertises_the_extension_and_serves_its_contract_page() {
     let expected = format!("http://{}/contracts/bos-source-results-v1", s.addr);
     assert_eq!(contract, expected);
 
-    let stream = TcpStream::connect(s.addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    let get = |path: &str| {
-        Request::builder()
-            .uri(path)
-            .header("host", "localhost")
-            .body(Full::new(Bytes::new()))
-            .expect("request")
-    };
-    let page = sender
-        .send_request(get("/contracts/bos-source-results-v1"))
-        .await
-        .expect("page");
-    assert_eq!(page.status(), StatusCode::OK);
-    assert!(page.headers()["content-type"]
-        .to_str()
-        .is_ok_and(|v| v.starts_with("text/markdown")));
-    let text = page.into_body().collect().await.expect("body").to_bytes();
-    assert!(String::from_utf8_lossy(&text).contains("notifications/bos/source_result"));
+    let get = |path: &str| request_to_host("localhost", Method::GET, path, &[], "");
+    let page = support::send(s.addr, get("/contracts/bos-source-results-v1")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.content_type().starts_with("text/markdown"));
+    assert!(page.text().contains("notifications/bos/source_result"));
 
     // Source failures are counted by code.
     read(
@@ -906,14 +817,7 @@ async fn discovery_advertises_the_extension_and_serves_its_contract_page() {
         .await,
     )
     .await;
-    let metrics = sender.send_request(get("/metrics")).await.expect("metrics");
-    let text = metrics
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let text = String::from_utf8_lossy(&text);
+    let text = support::send(s.addr, get("/metrics")).await.text();
     assert!(
         text.contains("sluice_source_errors_total{code=\"source_timeout\"} 1"),
         "{text}"
