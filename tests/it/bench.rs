@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 use sluice::bench::{self, Flags, Report};
 
-use crate::support::Demo;
+use crate::support::{demo, request, send, TestServer};
+use http::Method;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
 
@@ -20,34 +21,23 @@ const SOURCE_RESULTS_META: &str = r#"{"io.modelcontextprotocol/clientCapabilitie
 
 // === support ===
 
-impl Demo {
-    fn url(&self) -> String {
-        format!("http://{}{MCP_PATH}", self.addr)
-    }
+/// The demo's MCP endpoint URL.
+fn url(demo: &TestServer) -> String {
+    demo.url(MCP_PATH)
+}
 
-    /// A gauge of `/metrics` for the demo tenant.
-    async fn gauge(&self, name: &str) -> f64 {
-        let stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .unwrap();
-        tokio::spawn(conn);
-        let request = http::Request::get("/metrics")
-            .header("host", "127.0.0.1")
-            .body(http_body_util::Empty::<bytes::Bytes>::new())
-            .unwrap();
-        let response = sender.send_request(request).await.unwrap();
-        let body = http_body_util::BodyExt::collect(response.into_body())
-            .await
-            .unwrap()
-            .to_bytes();
-        let text = String::from_utf8_lossy(&body);
-        let prefix = format!("{name}{{tenant=\"demo\"}} ");
-        text.lines()
-            .find_map(|line| line.strip_prefix(&prefix))
-            .map_or(0.0, |v| v.trim().parse().unwrap())
-    }
+/// A gauge of `/metrics` for the demo tenant.
+async fn gauge(demo: &TestServer, name: &str) -> f64 {
+    let mut req = request(demo.addr, Method::GET, "/metrics", &[], "");
+    req.headers_mut().insert(
+        http::header::HOST,
+        http::HeaderValue::from_static("127.0.0.1"),
+    );
+    let text = send(demo.addr, req).await.text();
+    let prefix = format!("{name}{{tenant=\"demo\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
 }
 
 fn flags(url: &str, requests: u64) -> Flags {
@@ -83,7 +73,7 @@ fn sluice_bin() -> tokio::process::Command {
 /// session's SSE answer opens with a priming event).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_era_method_protocol_and_framing_counts_exactly() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     const N: u64 = 30;
     for era in ["handshake", "stateless"] {
         for h2 in [false, true] {
@@ -93,7 +83,7 @@ async fn every_era_method_protocol_and_framing_counts_exactly() {
                     continue;
                 }
                 for accept in ["sse", "json"] {
-                    let mut f = flags(&demo.url(), N);
+                    let mut f = flags(&url(&demo), N);
                     f.era = Some(era.into());
                     f.h2 = h2;
                     f.method = Some(method.into());
@@ -127,9 +117,9 @@ async fn every_era_method_protocol_and_framing_counts_exactly() {
 /// multiplex; either way the count is exact and every answer is checked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_share_connections() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     for h2 in [false, true] {
-        let mut f = flags(&demo.url(), 101);
+        let mut f = flags(&url(&demo), 101);
         f.clients = Some(8);
         f.connections = Some(1);
         f.h2 = h2;
@@ -144,9 +134,9 @@ async fn clients_share_connections() {
 /// is an event (the demo's merged result is partial, so the tool reports `isError`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn source_results_streams_count_every_event() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     for era in ["handshake", "stateless"] {
-        let mut f = flags(&demo.url(), 6);
+        let mut f = flags(&url(&demo), 6);
         f.era = Some(era.into());
         f.method = Some("tools/call".into());
         f.tool = Some("find_people".into());
@@ -172,7 +162,7 @@ async fn source_results_streams_count_every_event() {
 /// Errors are counted by kind and the run still ends with the exact count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_counted_by_kind() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     let wrong_path = format!("http://{}/runtime/demo/agent/nope", demo.addr);
     for era in ["handshake", "stateless"] {
         let mut f = flags(&wrong_path, 12);
@@ -188,7 +178,7 @@ async fn errors_are_counted_by_kind() {
         );
     }
 
-    let mut f = flags(&demo.url(), 10);
+    let mut f = flags(&url(&demo), 10);
     f.method = Some("tools/call".into());
     f.tool = Some("no_such_tool".into());
     let report = run(f.clone()).await;
@@ -242,7 +232,7 @@ async fn a_silent_server_times_out_and_nothing_listening_is_refused() {
 /// lines on stderr unless `--quiet`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_writes_json_results_and_progress() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     let dir = std::env::temp_dir().join(format!("sluice-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("results.json");
@@ -250,7 +240,7 @@ async fn the_binary_writes_json_results_and_progress() {
         .args([
             "bench",
             "--url",
-            &demo.url(),
+            &url(&demo),
             "--era",
             "stateless",
             "--method",
@@ -290,7 +280,7 @@ async fn the_binary_writes_json_results_and_progress() {
         String::from_utf8_lossy(&out.stderr)
     );
     let results: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(results["url"], demo.url());
+    assert_eq!(results["url"], url(&demo));
     assert_eq!(results["era"], "stateless");
     assert_eq!(results["method"], "tools/call");
     assert_eq!(results["tool"], "get_customer");
@@ -330,7 +320,7 @@ async fn the_binary_writes_json_results_and_progress() {
         .args([
             "bench",
             "--url",
-            &demo.url(),
+            &url(&demo),
             "--clients",
             "2",
             "--duration",
@@ -353,7 +343,7 @@ async fn the_binary_writes_json_results_and_progress() {
 
     // Bad flags fail with the flag named.
     let out = sluice_bin()
-        .args(["bench", "--url", &demo.url(), "--method", "tools/call"])
+        .args(["bench", "--url", &url(&demo), "--method", "tools/call"])
         .output()
         .await
         .unwrap();
@@ -364,12 +354,12 @@ async fn the_binary_writes_json_results_and_progress() {
 /// Ctrl-C ends a long run early and still reports what was counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_ends_a_run_early_with_its_report() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     let child = sluice_bin()
         .args([
             "bench",
             "--url",
-            &demo.url(),
+            &url(&demo),
             "--clients",
             "2",
             "--duration",
@@ -400,13 +390,13 @@ async fn sigint_ends_a_run_early_with_its_report() {
 /// counts them), holds them, and on SIGTERM deletes the sessions and exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_holds_sessions_and_streams_until_sigterm() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     let mut child = sluice_bin()
         .args([
             "bench",
             "idle",
             "--url",
-            &demo.url(),
+            &url(&demo),
             "--sessions",
             "50",
             "--streams",
@@ -422,8 +412,8 @@ async fn idle_holds_sessions_and_streams_until_sigterm() {
         .expect("ready in time")
         .unwrap();
     assert_eq!(ready.as_deref(), Some("ready sessions=50 streams=50"));
-    assert_eq!(demo.gauge("sluice_active_sessions").await, 50.0);
-    assert_eq!(demo.gauge("sluice_active_streams").await, 50.0);
+    assert_eq!(gauge(&demo, "sluice_active_sessions").await, 50.0);
+    assert_eq!(gauge(&demo, "sluice_active_streams").await, 50.0);
 
     let pid = child.id().unwrap().to_string();
     let killed = std::process::Command::new("kill")
@@ -442,17 +432,17 @@ async fn idle_holds_sessions_and_streams_until_sigterm() {
         "exactly one stdout line"
     );
     assert_eq!(
-        demo.gauge("sluice_active_sessions").await,
+        gauge(&demo, "sluice_active_sessions").await,
         0.0,
         "sessions deleted"
     );
-    let mut streams = demo.gauge("sluice_active_streams").await;
+    let mut streams = gauge(&demo, "sluice_active_streams").await;
     for _ in 0..50 {
         if streams == 0.0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        streams = demo.gauge("sluice_active_streams").await;
+        streams = gauge(&demo, "sluice_active_streams").await;
     }
     assert_eq!(streams, 0.0, "streams closed");
 }
@@ -460,7 +450,7 @@ async fn idle_holds_sessions_and_streams_until_sigterm() {
 /// `bench idle` fails clearly when sessions cannot be opened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_fails_clearly_when_sessions_cannot_open() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     let url = format!("http://{}/runtime/demo/agent/nope", demo.addr);
     let out = sluice_bin()
         .args([

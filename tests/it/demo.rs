@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use crate::support::Demo;
+use crate::support::demo;
 
 /// The banner's BOS platform session — contexts, the context's tools, then `bos_execute` of
 /// `find_people` streamed through `/mcp/apps/bos/platform` — run by `sh` exactly as printed.
 #[tokio::test]
 async fn banner_bos_session_streams_find_people_through_the_platform() {
-    let demo = Demo::start().await;
+    let demo = demo().await;
     let script = sluice::demo::bos_session(demo.addr);
     assert!(sluice::demo::banner(demo.addr).contains(&script));
     let output = tokio::time::timeout(

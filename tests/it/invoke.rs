@@ -1,35 +1,25 @@
 //! Integration tests: invoke. Real downstream hyper servers on 127.0.0.1:0 record what they
 //! received and answer scripted responses; the `Invoker` calls them over real sockets.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use sluice::catalog::model::{CorrelationStrategy, Tool};
 use sluice::catalog::plan::ToolPlan;
 use sluice::invoke::{
     CallContext, CorrelationPolicy, ErrorClass, InvokeError, Invoker, InvokerConfig,
     CORRELATION_ID_HEADER,
 };
+
 use tokio::net::TcpListener;
 
-// === the downstream fake ===
+use crate::support::{Answer, Downstream, Received};
 
-/// What the downstream received.
-#[derive(Debug, Clone)]
-struct Received {
-    method: Method,
-    uri: String,
-    headers: HeaderMap,
-    body: Bytes,
-}
+// === the downstream fake ===
 
 /// What the downstream answers.
 enum Script {
@@ -40,99 +30,31 @@ enum Script {
     Hang,
 }
 
-type Responder = Arc<dyn Fn(&Received) -> Script + Send + Sync>;
-
-/// A downstream server; stops accepting on drop.
-struct Downstream {
-    addr: SocketAddr,
-    received: Arc<Mutex<Vec<Received>>>,
-    connections: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Downstream {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Downstream {
-    async fn start(respond: impl Fn(&Received) -> Script + Send + Sync + 'static) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let connections = Arc::new(AtomicUsize::new(0));
-        let respond: Responder = Arc::new(respond);
-        let (rec, conns) = (received.clone(), connections.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                conns.fetch_add(1, Ordering::SeqCst);
-                let (rec, respond) = (rec.clone(), respond.clone());
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let (rec, respond) = (rec.clone(), respond.clone());
-                        async move {
-                            let (parts, body) = req.into_parts();
-                            let body = body.collect().await.unwrap().to_bytes();
-                            let got = Received {
-                                method: parts.method,
-                                uri: parts.uri.to_string(),
-                                headers: parts.headers,
-                                body,
-                            };
-                            let script = respond(&got);
-                            rec.lock().unwrap().push(got);
-                            let body: BoxBody<Bytes, Infallible> = match script {
-                                Script::Json(status, text) => {
-                                    return Ok::<_, Infallible>(
-                                        http::Response::builder()
-                                            .status(status)
-                                            .header("content-type", "application/json")
-                                            .body(
-                                                Full::new(Bytes::from_static(text.as_bytes()))
-                                                    .boxed(),
-                                            )
-                                            .unwrap(),
-                                    );
-                                }
-                                Script::Chunked(chunks) => StreamBody::new(futures::stream::iter(
-                                    chunks.into_iter().map(|c| Ok(Frame::data(c))),
-                                ))
-                                .boxed(),
-                                Script::Hang => {
-                                    std::future::pending::<()>().await;
-                                    unreachable!()
-                                }
-                            };
-                            Ok(http::Response::new(body))
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+/// A downstream that records what it received and answers what `respond` scripts.
+async fn downstream(respond: impl Fn(&Received) -> Script + Send + Sync + 'static) -> Downstream {
+    let respond = Arc::new(respond);
+    Downstream::new()
+        .fallback(Answer::with(move |got| {
+            let script = respond(&got);
+            async move {
+                match script {
+                    Script::Json(status, text) => http::Response::builder()
+                        .status(status)
+                        .header("content-type", "application/json")
+                        .body(Full::new(Bytes::from_static(text.as_bytes())).boxed())
+                        .unwrap(),
+                    Script::Chunked(chunks) => http::Response::new(
+                        StreamBody::new(futures::stream::iter(
+                            chunks.into_iter().map(|c| Ok(Frame::data(c))),
+                        ))
+                        .boxed(),
+                    ),
+                    Script::Hang => std::future::pending().await,
+                }
             }
-        });
-        Self {
-            addr,
-            received,
-            connections,
-            task,
-        }
-    }
-
-    fn received(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
-    }
-
-    fn only(&self) -> Received {
-        let all = self.received();
-        assert_eq!(all.len(), 1, "{all:#?}");
-        all.into_iter().next().unwrap()
-    }
+        }))
+        .start()
+        .await
 }
 
 // === helpers ===
@@ -229,7 +151,7 @@ const RESPONSE: &str = r#"{"data":{"id":42,"client":{"name":"Ann","addresses":[{
 
 #[tokio::test]
 async fn translates_both_ways_through_nested_arrays() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, RESPONSE)).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, RESPONSE)).await;
     let plan = tool(CUSTOMER_TOOL, down.addr);
     let args = r#"{"customerId":"c-1","customer":{"fullName":"Ann","addresses":[{"city":"Oslo","postcode":"0150"},{"city":"Bergen"}]},"matrix":[[1,2],[],[3]],"labels":["a","b"],"_schema_discovery":true,"unknown":1}"#;
     let (body, is_object) = call(&invoker(), &plan, args).await.unwrap();
@@ -254,7 +176,7 @@ async fn translates_both_ways_through_nested_arrays() {
 
 #[tokio::test]
 async fn keeps_top_level_unmapped_output_when_configured() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, RESPONSE)).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, RESPONSE)).await;
     let plan = tool(
         &CUSTOMER_TOOL.replace(
             "keep_unmapped_output = false",
@@ -273,7 +195,7 @@ async fn keeps_top_level_unmapped_output_when_configured() {
 #[tokio::test]
 async fn passes_responses_through_unchanged_without_output_rules() {
     const RAW: &str = "{ \"a\" : [1, 2],\n \"b\": {\"c\": null} }";
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, RAW)).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, RAW)).await;
     let plan = tool(
         r#"
 name = "raw"
@@ -324,7 +246,7 @@ exposed = "kind"
 
 #[tokio::test]
 async fn places_every_location() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, "{}")).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, "{}")).await;
     let plan = tool(LOCATIONS_TOOL, down.addr);
     let args =
         r#"{"item":"a/b c?#%é","query":"x&y=z +","max":10,"tenantTag":"blue","kind":"book"}"#;
@@ -396,7 +318,7 @@ location = "header"
 
 #[tokio::test]
 async fn sends_nested_and_array_query_parameters() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, "{}")).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, "{}")).await;
     let plan = tool(REPORT_TOOL, down.addr);
     let invoker = invoker();
     let cases: &[(&str, &str)] = &[
@@ -428,7 +350,7 @@ async fn sends_nested_and_array_query_parameters() {
     for (args, _) in cases {
         call(&invoker, &plan, args).await.unwrap();
     }
-    let got: Vec<String> = down.received().into_iter().map(|r| r.uri).collect();
+    let got: Vec<String> = down.requests().into_iter().map(|r| r.uri).collect();
     let expected: Vec<&str> = cases.iter().map(|(_, uri)| *uri).collect();
     assert_eq!(got, expected);
 
@@ -439,14 +361,14 @@ async fn sends_nested_and_array_query_parameters() {
     )
     .await
     .unwrap();
-    let last = down.received().pop().unwrap();
+    let last = down.requests().pop().unwrap();
     assert_eq!(last.headers["accept-language"], "de-CH");
     assert!(last.body.is_empty());
 }
 
 #[tokio::test]
 async fn nested_query_fields_are_validated() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, "{}")).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, "{}")).await;
     let plan = tool(REPORT_TOOL, down.addr);
     let invoker = invoker();
     let cases: &[(&str, &str, &str)] = &[
@@ -518,14 +440,14 @@ async fn nested_query_fields_are_validated() {
             "{args}"
         );
     }
-    assert!(down.received().is_empty());
+    assert!(down.requests().is_empty());
 }
 
 // === argument errors ===
 
 #[tokio::test]
 async fn rejects_bad_arguments_without_calling_the_downstream() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, "{}")).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, "{}")).await;
     let plan = tool(CUSTOMER_TOOL, down.addr);
     let invoker = invoker();
     let cases: &[(&str, &str)] = &[
@@ -574,12 +496,12 @@ async fn rejects_bad_arguments_without_calling_the_downstream() {
             err.safe_message()
         );
     }
-    assert!(down.received().is_empty());
+    assert!(down.requests().is_empty());
 }
 
 #[tokio::test]
 async fn schema_discovery_marker_alone_is_rejected_and_alongside_is_stripped() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, "{}")).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, "{}")).await;
     let plan = tool(CUSTOMER_TOOL, down.addr);
     let invoker = invoker();
     let err = call(&invoker, &plan, r#"{"_schema_discovery":true}"#)
@@ -588,7 +510,7 @@ async fn schema_discovery_marker_alone_is_rejected_and_alongside_is_stripped() {
     assert!(matches!(err, InvokeError::SchemaDiscoveryRequired));
     assert!(err.is_invalid_arguments());
     assert!(err.safe_message().contains("discover_tool_schema"));
-    assert!(down.received().is_empty());
+    assert!(down.requests().is_empty());
 
     let args = r#"{"_schema_discovery":{"x":1},"customerId":"c","customer":{"fullName":"A"}}"#;
     call(&invoker, &plan, args).await.unwrap();
@@ -616,7 +538,7 @@ exposed = "result"
 
 #[tokio::test]
 async fn times_out_a_downstream_that_never_answers() {
-    let down = Downstream::start(|_| Script::Hang).await;
+    let down = downstream(|_| Script::Hang).await;
     let plan = tool(SIMPLE_TOOL, down.addr);
     let err = call(&invoker(), &plan, r#"{"b":"x"}"#).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
@@ -625,7 +547,7 @@ async fn times_out_a_downstream_that_never_answers() {
         err.safe_message(),
         "The downstream service did not answer within 150 ms."
     );
-    assert_eq!(down.received().len(), 1);
+    assert_eq!(down.requests().len(), 1);
 }
 
 #[tokio::test]
@@ -642,7 +564,7 @@ async fn reports_connect_failure_on_a_closed_port() {
 
 #[tokio::test]
 async fn reports_5xx_status_without_the_body() {
-    let down = Downstream::start(|_| {
+    let down = downstream(|_| {
         Script::Json(
             StatusCode::SERVICE_UNAVAILABLE,
             r#"{"error":"db-7.internal.corp password=hunter2"}"#,
@@ -662,14 +584,14 @@ async fn reports_5xx_status_without_the_body() {
 #[tokio::test]
 async fn rejects_invalid_json_bodies() {
     for body in ["<html>oops</html>", "{\"r\":", "[1,2]", ""] {
-        let down = Downstream::start(move |_| Script::Json(StatusCode::OK, body)).await;
+        let down = downstream(move |_| Script::Json(StatusCode::OK, body)).await;
         let plan = tool(SIMPLE_TOOL, down.addr);
         let err = call(&invoker(), &plan, r#"{"b":"x"}"#).await.unwrap_err();
         assert!(err.is_invalid_response(), "{body}: {err}");
         assert_eq!(err.class(), ErrorClass::Downstream);
     }
     // Without output rules, invalid JSON is caught too.
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, "not json")).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, "not json")).await;
     let plan = tool(
         &SIMPLE_TOOL.replace("[[output]]\nsource = \"r\"\nexposed = \"result\"\n", ""),
         down.addr,
@@ -689,7 +611,7 @@ async fn bounds_the_response_size() {
     });
 
     // Declared by Content-Length.
-    let down = Downstream::start(move |_| Script::Json(StatusCode::OK, big)).await;
+    let down = downstream(move |_| Script::Json(StatusCode::OK, big)).await;
     let plan = tool(SIMPLE_TOOL, down.addr);
     let err = call(&limited, &plan, r#"{"b":"x"}"#).await.unwrap_err();
     assert!(err.is_invalid_response(), "{err}");
@@ -699,16 +621,15 @@ async fn bounds_the_response_size() {
     );
 
     // Streamed in chunks without a length.
-    let down = Downstream::start(|_| {
-        Script::Chunked((0..8).map(|_| Bytes::from(vec![b' '; 200])).collect())
-    })
-    .await;
+    let down =
+        downstream(|_| Script::Chunked((0..8).map(|_| Bytes::from(vec![b' '; 200])).collect()))
+            .await;
     let plan = tool(SIMPLE_TOOL, down.addr);
     let err = call(&limited, &plan, r#"{"b":"x"}"#).await.unwrap_err();
     assert!(err.is_invalid_response(), "{err}");
 
     // The same chunks under the limit are joined and translated.
-    let down = Downstream::start(|_| {
+    let down = downstream(|_| {
         Script::Chunked(vec![
             Bytes::from_static(b"{\"r\":"),
             Bytes::from_static(b"[1,"),
@@ -723,7 +644,7 @@ async fn bounds_the_response_size() {
 
 #[tokio::test]
 async fn safe_messages_carry_no_downstream_internals() {
-    let down = Downstream::start(|_| {
+    let down = downstream(|_| {
         Script::Json(
             StatusCode::INTERNAL_SERVER_ERROR,
             r#"{"trace":"at db-7.internal.corp:5432"}"#,
@@ -734,9 +655,8 @@ async fn safe_messages_carry_no_downstream_internals() {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         l.local_addr().unwrap()
     };
-    let hang = Downstream::start(|_| Script::Hang).await;
-    let bad =
-        Downstream::start(|_| Script::Json(StatusCode::OK, "<secret-html internal.corp>")).await;
+    let hang = downstream(|_| Script::Hang).await;
+    let bad = downstream(|_| Script::Json(StatusCode::OK, "<secret-html internal.corp>")).await;
     let with_credentials = SIMPLE_TOOL.replace("http://{addr}", "http://admin:s3cr3t@{addr}");
     let invoker = invoker();
     let mut errors = Vec::new();
@@ -775,14 +695,14 @@ async fn safe_messages_carry_no_downstream_internals() {
 
 #[tokio::test]
 async fn reuses_pooled_connections() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, r#"{"r":1}"#)).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, r#"{"r":1}"#)).await;
     let plan = tool(SIMPLE_TOOL, down.addr);
     let invoker = Arc::new(invoker());
     for _ in 0..5 {
         call(&invoker, &plan, r#"{"b":"x"}"#).await.unwrap();
     }
-    assert_eq!(down.received().len(), 5);
-    assert_eq!(down.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(down.requests().len(), 5);
+    assert_eq!(down.connections(), 1);
 }
 
 // === correlation ===
@@ -828,7 +748,7 @@ fn correlation_acceptance_table() {
 
 #[tokio::test]
 async fn propagates_correlation_per_strategy() {
-    let down = Downstream::start(|_| Script::Json(StatusCode::OK, r#"{"r":1}"#)).await;
+    let down = downstream(|_| Script::Json(StatusCode::OK, r#"{"r":1}"#)).await;
     let plan = tool(SIMPLE_TOOL, down.addr);
     let invoker = invoker();
     let mut accepted = HeaderMap::new();
@@ -860,7 +780,7 @@ async fn propagates_correlation_per_strategy() {
             .call_bytes("t", &plan, &policy, &ctx, br#"{"b":"x"}"#)
             .await
             .unwrap();
-        let got = down.received().pop().unwrap();
+        let got = down.requests().pop().unwrap();
         let seen = got
             .headers
             .get("x-request-ref")

@@ -1,15 +1,10 @@
 //! Integration tests: the MCP dispatcher driven directly (no HTTP in front of it), over a catalog
 //! built from a TOML string and real downstream hyper servers on 127.0.0.1:0.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use sluice::catalog::Snapshot;
 use sluice::invoke::{CallContext, Invoker, InvokerConfig};
@@ -18,54 +13,36 @@ use sluice::mcp::{
     stateless_meta, Dispatcher, DispatcherConfig, Era, NotificationEffect, Reply, Scope,
     HANDSHAKE_VERSIONS,
 };
-use tokio::net::TcpListener;
+
+use crate::support::{Answer, Downstream};
 
 // === support ===
 
 /// A downstream answering by path: `/echo` returns the request body, `/customer` a source-named
 /// record, `/raw` an array, `/broken` a 500 with internals, `/garbage` HTML, `/slow` never.
 async fn downstream() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let service = service_fn(|req: Request<hyper::body::Incoming>| async move {
-                    let path = req.uri().path().to_owned();
-                    let body = req.into_body().collect().await.unwrap().to_bytes();
-                    let (status, body) = match path.as_str() {
-                        "/echo" => (200, body),
-                        "/customer" => (
-                            200,
-                            Bytes::from_static(
-                                br#"{"cust_name":"Ada","cust_age":36,"secret_internal":"x"}"#,
-                            ),
-                        ),
-                        "/raw" => (200, Bytes::from_static(b"[1,2]")),
-                        "/broken" => (
-                            500,
-                            Bytes::from_static(br#"{"error":"db password hunter2 at 10.0.0.7"}"#),
-                        ),
-                        "/garbage" => (200, Bytes::from_static(b"<html>stack trace at 10.0.0.7")),
-                        _ => {
-                            std::future::pending::<()>().await;
-                            (200, Bytes::new())
-                        }
-                    };
-                    let mut response = hyper::Response::new(Full::new(body));
-                    *response.status_mut() = StatusCode::from_u16(status).unwrap();
-                    Ok::<_, Infallible>(response)
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
+    Downstream::new()
+        .route("/echo", Answer::Echo)
+        .route(
+            "/customer",
+            Answer::Plain(
+                200,
+                r#"{"cust_name":"Ada","cust_age":36,"secret_internal":"x"}"#,
+            ),
+        )
+        .route("/raw", Answer::Plain(200, "[1,2]"))
+        .route(
+            "/broken",
+            Answer::Plain(500, r#"{"error":"db password hunter2 at 10.0.0.7"}"#),
+        )
+        .route(
+            "/garbage",
+            Answer::Plain(200, "<html>stack trace at 10.0.0.7"),
+        )
+        .fallback(Answer::Stall)
+        .start()
+        .await
+        .addr
 }
 
 fn config_text(base: &str) -> String {
