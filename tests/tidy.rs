@@ -169,10 +169,7 @@ fn check_references(offences: &mut Vec<Offence>) {
                 if line.contains(needle.as_str()) {
                     offences.push(Offence {
                         file: relative(&path),
-                        what: format!(
-                            "line {}: refers outside the repository ({needle:?})",
-                            n + 1
-                        ),
+                        what: format!("line {}: refers outside the repository ({needle:?})", n + 1),
                     });
                 }
             }

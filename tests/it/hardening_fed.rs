@@ -16,9 +16,7 @@ use serde_json::{json, Value};
 use sluice::sse::Decoder;
 use tokio::sync::{mpsc, watch};
 
-use crate::support::{
-    self, full, http_server, write_request, TempDir, TestServer, GUARD,
-};
+use crate::support::{self, full, http_server, write_request, TempDir, TestServer, GUARD};
 
 const MCP: &str = "/runtime/t/c/mcp";
 const OPT_IN: &str = "bos/source-results/v1";

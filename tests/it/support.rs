@@ -26,8 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 pub use client::{
-    open, post, raw, raw_status, read_until_closed, request, request_to_host,
-    send, write_request,
+    open, post, raw, raw_status, read_until_closed, request, request_to_host, send, write_request,
 };
 pub use downstream::{full, http_server, Answer, Answered, Downstream, Received};
 pub use mcp::{call_body, initialize_body, modern_meta, session, INITIALIZED, MODERN};

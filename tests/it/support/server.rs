@@ -32,12 +32,15 @@ pub struct TestServer {
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
 
+/// One change to the configuration before the start.
+type Configure = Box<dyn FnOnce(&mut ServeConfig)>;
+
 /// How a [`TestServer`] is configured before it starts.
 pub struct ServerBuilder {
     catalog: Arc<Catalog>,
     settings_from_catalog: bool,
     hooks: bool,
-    configure: Vec<Box<dyn FnOnce(&mut ServeConfig)>>,
+    configure: Vec<Configure>,
 }
 
 /// Parses a catalog text; panics with the problem when it is not valid.
