@@ -22,7 +22,8 @@ use sluice::sse::Decoder;
 use sluice::ServeConfig;
 
 use crate::support::{
-    open, request_to_host, send, Answer, Downstream, Reply, TempDir, TestServer, BOTH, GUARD, MCP,
+    auth_fixture, open, request_to_host, rsa1, send, Answer, Downstream, Reply, TempDir,
+    TestServer, BOTH, GUARD, MCP,
 };
 
 const PEPPER: &[u8] = b"integration-pepper";
@@ -30,17 +31,6 @@ const PUBLIC: &str = "https://rt.example.com";
 const ISSUER: &str = "https://login.example.com/acme";
 
 // === fixtures ===
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/auth")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
-}
-
-fn rsa1() -> EncodingKey {
-    EncodingKey::from_rsa_pem(&fixture("rsa1.pem")).expect("rsa1")
-}
 
 fn now() -> i64 {
     let secs = SystemTime::now()
@@ -586,7 +576,7 @@ async fn jwt_bearer_tokens_over_http() {
         },
         // HS256 "signed" with the RSA public key as the HMAC secret (algorithm confusion).
         sign(
-            &EncodingKey::from_secret(&fixture("rsa1.pub.pem")).expect("hmac key"),
+            &EncodingKey::from_secret(&auth_fixture("rsa1.pub.pem")).expect("hmac key"),
             Algorithm::HS256,
             Some("k1"),
             &claims(),

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use sluice::auth::apikey::{self, GeneratedKey};
 use sluice::sse::Decoder;
 
-use crate::support::{full, request_to_host, send, Answer as Route, Downstream, TestServer};
+use crate::support::{full, request_to_host, rsa1, send, Answer as Route, Downstream, TestServer};
 
 const PLATFORM: &str = "/mcp/apps/bos/platform";
 const PEPPER: &[u8] = b"bos-pepper";
@@ -58,12 +58,6 @@ impl Deref for Sluice {
 }
 
 const ISSUER: &str = "https://login.example.com/acme";
-
-fn rsa1() -> jsonwebtoken::EncodingKey {
-    let path =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/auth/rsa1.pem");
-    jsonwebtoken::EncodingKey::from_rsa_pem(&std::fs::read(path).expect("fixture")).expect("key")
-}
 
 async fn start() -> Sluice {
     let provider = provider().await;

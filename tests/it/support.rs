@@ -13,6 +13,7 @@
 //! Owns only client-side and fake-side plumbing: assertions about sluice's answers stay in
 //! the modules that test them. Nothing here may change what a test asserts.
 
+mod auth;
 mod client;
 mod downstream;
 mod mcp;
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+pub use auth::{auth_fixture, rsa1};
 pub use client::{
     open, post, raw, raw_status, read_until_closed, request, request_to_host, send, write_request,
 };
