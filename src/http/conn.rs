@@ -45,9 +45,9 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::{watch, Notify};
 use tokio::time::{Instant, Sleep};
 
+use super::drain::Phase;
 use super::error::Error;
 use super::response::Body;
-use super::server::Phase;
 
 /// How often the coarse clock advances. Its readings are at most this much behind, so every
 /// deadline adds it once: a timeout never fires early.

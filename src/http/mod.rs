@@ -3,7 +3,9 @@
 //!
 //! Must not know MCP methods.
 //!
-//! - [`server`]: the accept loop ([`server::run`]), [`Limits`], the [`Drain`] signal.
+//! - [`server`]: the accept loop ([`server::run`]).
+//! - [`limits`]: [`Limits`], connection and request limits with their defaults.
+//! - [`drain`]: the [`Drain`] signal and the shutdown phases.
 //! - `conn`: one connection's life: requests in progress, header read and idle timeouts, the
 //!   grace-end 503.
 //! - [`router`]: path + method → [`Route`].
@@ -16,14 +18,17 @@
 pub mod body;
 mod conn;
 pub mod cors;
+pub mod drain;
 pub mod error;
 pub mod guard;
+pub mod limits;
 pub mod negotiate;
 pub mod response;
 pub mod router;
 pub mod server;
 
+pub use drain::Drain;
 pub use error::Error;
+pub use limits::Limits;
 pub use response::Body;
 pub use router::{Route, Target};
-pub use server::{Drain, Limits};

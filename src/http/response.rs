@@ -20,7 +20,7 @@ use http_body::{Frame, SizeHint};
 use smallvec::SmallVec;
 use tokio::sync::mpsc;
 
-use super::server::Drain;
+use super::drain::Drain;
 
 /// Frames an inline SSE reply holds without spilling to the heap.
 pub const INLINE_FRAMES: usize = 4;

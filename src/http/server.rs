@@ -21,30 +21,19 @@ use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::body::{DEFAULT_BODY_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES};
 use super::conn::{self, Clock, ConnState, Timeouts, Tracked, TrackedIo};
 use super::response::Body;
 
-/// Default for the most connections served at once. At the limit the server stops accepting;
-/// new connections wait in the kernel's backlog until one closes.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-/// Default time in-flight requests get to finish after shutdown starts; after it, requests whose
-/// response has not started answer 503 and remaining connections are dropped.
-pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(30);
-/// Default time a client has to send a complete request head, counted from accept for the first
-/// request (a connection that sends nothing is closed after it) and from the first byte of each
-/// later HTTP/1 head; when it runs out, the connection is closed.
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default time a connection with no request in progress stays open (HTTP/1 keep-alive, HTTP/2
-/// with no open stream, counted from the end of the last request or from accept); then it is
-/// closed (HTTP/2 with a GOAWAY). A streaming response, SSE included, is a request in progress.
-pub const DEFAULT_IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
-/// Default for concurrent streams per HTTP/2 connection; the client is told the limit in
-/// SETTINGS and streams beyond it are refused (`REFUSED_STREAM`).
-pub const DEFAULT_H2_MAX_CONCURRENT_STREAMS: u32 = 256;
+// The accept loop's settings and signal live in their own files (`limits.rs`, `drain.rs`), so
+// that bodies, responses and connections can name them without importing the accept loop.
+pub use super::drain::Drain;
+pub use super::limits::{
+    Limits, DEFAULT_DRAIN_GRACE, DEFAULT_H2_MAX_CONCURRENT_STREAMS, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_IDLE_CONNECTION_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+};
 
 /// Pause after an accept error that is not about one connection (e.g. too many open files), so
 /// the loop does not spin while the condition lasts.
@@ -56,115 +45,6 @@ const ACCEPT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(1);
 /// After the drain grace period, how long the 503 answers (and streams ending) get to reach
 /// their clients before the connections left are dropped.
 pub const GRACE_END_FLUSH: Duration = Duration::from_secs(1);
-
-/// Connection and request limits.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    /// See [`DEFAULT_MAX_CONNECTIONS`].
-    pub max_connections: usize,
-    /// See [`DEFAULT_MAX_BODY_BYTES`].
-    pub max_body_bytes: usize,
-    /// See [`DEFAULT_DRAIN_GRACE`].
-    pub drain_grace: Duration,
-    /// See [`DEFAULT_HEADER_READ_TIMEOUT`].
-    pub header_read_timeout: Duration,
-    /// See [`DEFAULT_IDLE_CONNECTION_TIMEOUT`].
-    pub idle_timeout: Duration,
-    /// See [`DEFAULT_BODY_READ_TIMEOUT`].
-    pub body_read_timeout: Duration,
-    /// See [`DEFAULT_H2_MAX_CONCURRENT_STREAMS`].
-    pub h2_max_concurrent_streams: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_connections: DEFAULT_MAX_CONNECTIONS,
-            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
-            drain_grace: DEFAULT_DRAIN_GRACE,
-            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
-            idle_timeout: DEFAULT_IDLE_CONNECTION_TIMEOUT,
-            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
-            h2_max_concurrent_streams: DEFAULT_H2_MAX_CONCURRENT_STREAMS,
-        }
-    }
-}
-
-// === impl Drain ===
-
-/// The server-wide "draining has started" signal. Cheap to clone; streaming bodies and
-/// long-lived handlers hold one and stop at a clean boundary when it fires.
-#[derive(Debug, Clone)]
-pub struct Drain {
-    /// Where the server is in its shutdown. Only [`run`] (or a test) moves it, and only
-    /// forward; everyone else watches.
-    tx: watch::Sender<Phase>,
-}
-
-/// The server's shutdown phases, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Phase {
-    /// Accepting and serving.
-    Serving,
-    /// Not accepting; in-flight requests are finishing.
-    Draining,
-    /// The grace period is over: unanswered requests answer 503.
-    GraceOver,
-}
-
-impl Default for Drain {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drain {
-    /// A signal that has not fired.
-    pub fn new() -> Self {
-        Self {
-            tx: watch::Sender::new(Phase::Serving),
-        }
-    }
-
-    /// Fires the signal (idempotent).
-    pub fn start(&self) {
-        self.advance(Phase::Draining);
-    }
-
-    /// Whether the signal has fired.
-    pub fn is_draining(&self) -> bool {
-        *self.tx.borrow() != Phase::Serving
-    }
-
-    /// Ends the grace period (after [`Drain::start`]).
-    fn end_grace(&self) {
-        self.advance(Phase::GraceOver);
-    }
-
-    fn advance(&self, to: Phase) {
-        self.tx.send_if_modified(|phase| {
-            let moves = *phase < to;
-            if moves {
-                *phase = to;
-            }
-            moves
-        });
-    }
-
-    fn subscribe(&self) -> watch::Receiver<Phase> {
-        self.tx.subscribe()
-    }
-
-    /// Resolves once the signal fires (at once if it already has).
-    pub fn signalled(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut rx = self.tx.subscribe();
-        async move {
-            // An error means every sender is gone: nobody can fire it any more, so treat the
-            // server as gone too.
-            let _ = rx.wait_for(|phase| *phase != Phase::Serving).await;
-        }
-    }
-}
 
 // === accept loop ===
 
@@ -343,15 +223,5 @@ mod tests {
         assert_eq!(log.record(at(1_500)), None);
         assert_eq!(log.record(at(5_000)), Some(1));
         assert_eq!(log.record(at(6_000)), Some(0));
-    }
-
-    #[test]
-    fn drain_phases_only_move_forward() {
-        let drain = Drain::new();
-        assert!(!drain.is_draining());
-        drain.end_grace();
-        drain.start();
-        assert_eq!(*drain.subscribe().borrow(), Phase::GraceOver);
-        assert!(drain.is_draining());
     }
 }

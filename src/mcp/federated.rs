@@ -1,5 +1,6 @@
 //! `tools/call` of a federated read tool: the query it fans out, the decision to stream its
-//! source events (`bos/source-results/v1`), and the final `CallToolResult`.
+//! source events (`bos/source-results/v1`), and the run that ends in the final
+//! `CallToolResult` (written by `result.rs`).
 //!
 //! The extension is negotiated per request: the request-local opt-in *object* at
 //! `params._meta["io.modelcontextprotocol/clientCapabilities"].experimental["bos/source-results/v1"]`
@@ -15,14 +16,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
-use super::era::Cache;
-use super::{json, Dispatcher, Era, Reply, Scope, SOURCE_RESULTS_EXTENSION};
+use super::{result, Dispatcher, Era, Reply, Scope, SOURCE_RESULTS_EXTENSION};
 use crate::audit::{CallType, Outcome, Record};
 use crate::catalog::model::Downstream;
 use crate::catalog::CatalogTool;
-use crate::federation::{EventSink, FederatedOutcome, NullSink};
+use crate::federation::{EventSink, NullSink};
 use crate::jsonrpc::Payload;
 
 /// A federated read the transport streams: everything [`Dispatcher::run_federated`] needs after
@@ -115,7 +115,7 @@ impl Dispatcher {
         let Downstream::Federated(federated) = &call.tool.def.downstream else {
             // Only federated tools become a `FederatedCall`.
             guard.disarm();
-            return self.federated_result(call.era, None);
+            return result::federated(self, call.era, None);
         };
         let outcome = self.federation.run(federated, &call.query, sink).await;
         if let Some(metrics) = &self.metrics {
@@ -124,14 +124,14 @@ impl Dispatcher {
             }
         }
         let result = match &call.context {
-            Some(context) => super::platform::envelope(
+            Some(context) => result::envelope(
                 self,
                 call.era,
                 context,
                 &outcome.operation_result_json(),
                 outcome.is_partial(),
             ),
-            None => self.federated_result(call.era, Some(&outcome)),
+            None => result::federated(self, call.era, Some(&outcome)),
         };
         if let Some(record) = &call.audit {
             let mut record = record.clone().with_duration(started.elapsed());
@@ -150,33 +150,6 @@ impl Dispatcher {
         }
         guard.disarm();
         result
-    }
-
-    /// `{"content":[{"type":"text","text":"<operation result>"}],"structuredContent":
-    /// {"result":[…],"metadata":{…}},"isError":<partial>}` (+ the era's suffix).
-    fn federated_result(&self, era: Era, outcome: Option<&FederatedOutcome>) -> Bytes {
-        let shapes = &self.prepared.shapes;
-        let Some(outcome) = outcome else {
-            let mut out = BytesMut::with_capacity(96 + shapes.max_suffix_len());
-            out.put_slice(
-                br#"{"content":[{"type":"text","text":"internal error"}],"isError":true"#,
-            );
-            shapes.close(&mut out, era, Cache::No);
-            return out.freeze();
-        };
-        let operation = outcome.operation_result_json();
-        let mut out = BytesMut::with_capacity(2 * operation.len() + 96 + shapes.max_suffix_len());
-        out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
-        json::put_json_text_as_str(&mut out, &operation);
-        out.put_slice(b"}],\"structuredContent\":");
-        out.put_slice(&operation);
-        out.put_slice(if outcome.is_partial() {
-            b",\"isError\":true"
-        } else {
-            b",\"isError\":false"
-        });
-        shapes.close(&mut out, era, Cache::No);
-        out.freeze()
     }
 }
 

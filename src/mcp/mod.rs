@@ -36,6 +36,7 @@ mod params;
 mod platform;
 mod prompts;
 mod resources;
+mod result;
 pub mod subscriptions;
 mod tools;
 

@@ -10,14 +10,13 @@
 //! envelope. Handle and argument problems are tool errors (`isError`), never an oracle: every
 //! refused handle reads "unknown context". Must not touch HTTP.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
 
 use super::era::Cache;
 use super::federated::{self, FederatedCall};
-use super::names::META_SERVER_INFO;
-use super::tools::failure;
-use super::{json, params, Dispatcher, Era, McpError, Reply, Scope};
-use crate::bos::{self, ArgsError, BosCall, Extras};
+use super::result::{envelope, failure};
+use super::{params, Dispatcher, McpError, Reply, Scope};
+use crate::bos::{self, ArgsError, BosCall};
 use crate::catalog::model::Downstream;
 use crate::invoke::CorrelationPolicy;
 use crate::jsonrpc::{echo, Payload};
@@ -166,36 +165,6 @@ fn is_read_tool(tool: &crate::catalog::CatalogTool) -> bool {
         Downstream::Federated(_) => true,
         Downstream::Rest(rest) => {
             rest.method.eq_ignore_ascii_case("GET") || rest.method.eq_ignore_ascii_case("HEAD")
-        }
-    }
-}
-
-/// The `bos_execute` result: the identity envelope around `operation`, with the era's extras
-/// (`resultType` and `serverInfo` inside the one `_meta` in the stateless era).
-pub(crate) fn envelope(
-    d: &Dispatcher,
-    era: Era,
-    context_json: &[u8],
-    operation: &[u8],
-    is_error: bool,
-) -> Bytes {
-    match era {
-        Era::Handshake => bos::execute_result(context_json, operation, is_error, Extras::default()),
-        Era::Stateless => {
-            let mut meta = BytesMut::with_capacity(96);
-            meta.put_u8(b',');
-            json::put_str(&mut meta, META_SERVER_INFO);
-            meta.put_u8(b':');
-            meta.put_slice(d.prepared.shapes.server_info());
-            bos::execute_result(
-                context_json,
-                operation,
-                is_error,
-                Extras {
-                    top_level: b",\"resultType\":\"complete\"",
-                    meta: &meta,
-                },
-            )
         }
     }
 }

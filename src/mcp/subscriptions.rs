@@ -90,6 +90,15 @@ fn put_subscription_meta(out: &mut BytesMut, subscription_id: &[u8]) {
 /// A whole `notifications/*/list_changed` message; with `_meta.subscriptionId` when given.
 /// The era changes nothing else: the notification has no params of its own.
 pub(crate) fn list_changed(kind: ListChanged, _era: Era, subscription_id: Option<&[u8]>) -> Bytes {
+    list_changed_notification(kind, subscription_id)
+}
+
+/// [`list_changed`] for callers that know no era (the same bytes in every era): the stream
+/// registry's list_changed delivery and the backplane's invalidations.
+pub(crate) fn list_changed_notification(
+    kind: ListChanged,
+    subscription_id: Option<&[u8]>,
+) -> Bytes {
     let mut out = BytesMut::with_capacity(128);
     out.put_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
     json::put_str(&mut out, kind.method());

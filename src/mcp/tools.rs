@@ -26,6 +26,7 @@ use simd_json::BorrowedValue;
 
 use super::era::Cache;
 use super::page::{self, ListKind};
+use super::result::{failure, success};
 use super::{federated, json, params, Dispatcher, McpError, Reply, Scope};
 use crate::catalog::model::Downstream;
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
@@ -186,97 +187,5 @@ fn discover_tool_schema(
             scope,
             "Invalid argument 'tool_id': no such tool is listed for this client.",
         )),
-    }
-}
-
-/// `{"content":[{"type":"text","text":"<result JSON>"}][,"structuredContent":<result>],
-/// "isError":false}`; `structuredContent` only when the result is an object.
-fn success(d: &Dispatcher, scope: &Scope<'_>, result: &[u8], is_object: bool) -> Bytes {
-    let shapes = &d.prepared.shapes;
-    let mut out = BytesMut::with_capacity(2 * result.len() + 96 + shapes.max_suffix_len());
-    out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
-    json::put_json_text_as_str(&mut out, result);
-    out.put_slice(b"}]");
-    if is_object {
-        out.put_slice(b",\"structuredContent\":");
-        out.put_slice(result);
-    }
-    out.put_slice(b",\"isError\":false");
-    shapes.close(&mut out, scope.era, Cache::No);
-    out.freeze()
-}
-
-/// `{"content":[{"type":"text","text":"<message>"}],"isError":true}`.
-pub(crate) fn failure(d: &Dispatcher, scope: &Scope<'_>, message: &str) -> Bytes {
-    let shapes = &d.prepared.shapes;
-    let mut out = BytesMut::with_capacity(message.len() + 80 + shapes.max_suffix_len());
-    out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
-    json::put_str(&mut out, message);
-    out.put_slice(b"}],\"isError\":true");
-    shapes.close(&mut out, scope.era, Cache::No);
-    out.freeze()
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::catalog::Snapshot;
-    use crate::invoke::{CallContext, Invoker, InvokerConfig};
-    use crate::mcp::{DispatcherConfig, Era};
-
-    /// Checks the result `write` builds in `era`, as text.
-    fn check(era: Era, write: impl Fn(&Dispatcher, &Scope<'_>) -> Bytes, expected: &str) {
-        let d = Dispatcher::new(
-            DispatcherConfig {
-                server_version: "1".to_owned(),
-                ..DispatcherConfig::default()
-            },
-            Arc::new(Invoker::new(InvokerConfig::default())),
-        );
-        let config = crate::catalog::load::parse("", "t").unwrap();
-        let snapshot = Snapshot::build(&config, 1, None).unwrap();
-        let ctx = CallContext::new(None);
-        let caller = crate::auth::Caller::anonymous("t".into(), "c".into());
-        let scope = Scope {
-            tenant: "t",
-            client: "c",
-            snapshot: &snapshot,
-            era,
-            version: "v",
-            call: &ctx,
-            caller: &caller,
-            session: None,
-            surface: crate::audit::Surface::Mcp,
-            stream_sources: false,
-            platform: false,
-        };
-        let got = write(&d, &scope);
-        assert_eq!(std::str::from_utf8(&got).unwrap(), expected);
-    }
-
-    #[test]
-    fn result_shapes() {
-        check(
-            Era::Handshake,
-            |d, s| success(d, s, br#"{"a":"x"}"#, true),
-            r#"{"content":[{"type":"text","text":"{\"a\":\"x\"}"}],"structuredContent":{"a":"x"},"isError":false}"#,
-        );
-        check(
-            Era::Handshake,
-            |d, s| success(d, s, b"[1]", false),
-            r#"{"content":[{"type":"text","text":"[1]"}],"isError":false}"#,
-        );
-        check(
-            Era::Handshake,
-            |d, s| failure(d, s, "It \"failed\"."),
-            r#"{"content":[{"type":"text","text":"It \"failed\"."}],"isError":true}"#,
-        );
-        check(
-            Era::Stateless,
-            |d, s| failure(d, s, "x"),
-            r#"{"content":[{"type":"text","text":"x"}],"isError":true,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"sluice","version":"1"}}}"#,
-        );
     }
 }

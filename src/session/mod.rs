@@ -6,10 +6,10 @@
 //! - `store.rs`: the [`SessionStore`] contract (ownership, expiry, cap).
 //! - `local.rs`: [`LocalStore`], sharded in-memory maps.
 //! - `backplane.rs`: the [`Backplane`] contract, [`LocalBackplane`] and the [`Bus`] front.
-//! - `redis.rs`: [`RedisStore`], sessions shared by every instance through Redis, and
-//!   [`RedisConfig`].
-//! - `redis_backplane.rs`: [`RedisBackplane`], routing to the instance holding a stream over
-//!   Redis pub/sub, and the stream-holder registry.
+//! - `redis.rs` + `redis/`: [`RedisConfig`]; [`RedisStore`] (`store.rs`), sessions shared by
+//!   every instance through Redis; [`RedisBackplane`] (`backplane.rs`, `subscriber.rs`,
+//!   `frame.rs`), routing to the instance holding a stream over Redis pub/sub, and the
+//!   stream-holder registry; `wire.rs`, what the two share.
 //!
 //! Callers use the [`Sessions`] front: an enum over the implementations with inherent async
 //! methods, so the hot path (`validate` on every request) costs no boxed future.
@@ -21,21 +21,15 @@ mod id;
 mod local;
 mod record;
 mod redis;
-mod redis_backplane;
-#[cfg(test)]
-mod redis_tests;
 mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::redis::{
-    RedisConfig, RedisStore, DEFAULT_HOLDER_TTL, DEFAULT_REDIS_COMMAND_TIMEOUT,
-    DEFAULT_REDIS_PREFIX,
-};
-pub use self::redis_backplane::{
     decode_deliver, decode_invalidate, encode_deliver, encode_invalidate, FrameError,
-    RedisBackplane, Routed,
+    RedisBackplane, RedisConfig, RedisStore, Routed, DEFAULT_HOLDER_TTL,
+    DEFAULT_REDIS_COMMAND_TIMEOUT, DEFAULT_REDIS_PREFIX,
 };
 pub use backplane::{Backplane, BackplaneError, Bus, Inbox, LocalBackplane};
 pub use id::{

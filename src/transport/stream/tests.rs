@@ -1,4 +1,4 @@
-//! Unit tests of `stream.rs`.
+//! Unit tests of `stream.rs` and `stream/`.
 use super::*;
 
 fn check(input: &str, expected: Option<(&str, u64, u64)>) {
@@ -74,6 +74,12 @@ fn listen_message_names_the_subscription() {
         value["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         "sub-1"
     );
-    let plain: serde_json::Value = serde_json::from_slice(LIST_CHANGED).unwrap();
-    assert_eq!(plain["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        &list_changed_message(None)[..],
+        br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#
+    );
+    assert_eq!(
+        &message[..],
+        br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"}}}"#
+    );
 }

@@ -1,9 +1,10 @@
 //! The Redis backplane: routes a message to the instance holding a session's live stream, and a
 //! catalog change to every instance, over Redis pub/sub.
 //!
-//! Owns the stream-holder registry, the per-instance and broadcast channels, the wire form of
-//! routed messages, and the subscriber that hands what arrives to this instance's [`Inbox`]
-//! (the stream registry). Must not hold sockets, frame SSE or know JSON-RPC: messages are bytes.
+//! Owns the stream-holder registry, the per-instance and broadcast channels, and the two
+//! connections; the wire form of what it publishes is `frame.rs`, and the subscriber that hands
+//! what arrives to this instance's [`Inbox`] (the stream registry) is `subscriber.rs`. Must not
+//! hold sockets, frame SSE or know JSON-RPC: messages are bytes.
 //!
 //! Layout (`{p}` the prefix; every component escaped so `:` only separates):
 //! - `sluice:{p}:holder:{tenant}:{client}:{caller}:{session}` → id of the instance holding a live
@@ -41,33 +42,18 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::AtomicU8;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::log_limit::{warn_limited, Kind};
-use bytes::{BufMut, Bytes, BytesMut};
 use redis::aio::ConnectionManager;
-use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind, RedisResult, Script, Value};
+use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, Script, Value};
 
-use super::redis::{component, RedisConfig};
-use super::{BackplaneError, Inbox, Owner, OwnerKey, SessionId, SESSION_ID_BYTES};
-
-/// First byte of a routed message for one session's stream.
-const KIND_DELIVER: u8 = 1;
-
-/// First byte of a catalog invalidation.
-const KIND_INVALIDATE: u8 = 2;
-
-/// First byte of a "close this session's streams" message (same layout as a deliver frame,
-/// empty message).
-const KIND_CLOSE: u8 = 3;
-
-/// First byte of a configuration notice: `{kind}{origin instance}:{version in decimal}`.
-const KIND_RELOAD: u8 = 4;
-
-/// Fixed part of a deliver frame: kind, session id, three `u16` lengths.
-const DELIVER_HEADER: usize = 1 + SESSION_ID_BYTES + 3 * 2;
+use super::frame::{encode_deliver, encode_invalidate, encode_routed, KIND_CLOSE, KIND_RELOAD};
+use super::subscriber::{Held, Receiver};
+use super::wire::{bounded, component, lock, millis, unavailable};
+use super::RedisConfig;
+use crate::session::{BackplaneError, Inbox, Owner, OwnerKey, SessionId};
 
 /// Refresh: keep the registration when it is ours (or re-create it when Redis lost it);
 /// leave it when another instance has taken the stream over. KEYS: holder. ARGV: instance,
@@ -113,152 +99,7 @@ redis.call('PUBLISH', ARGV[1], ARGV[2] .. version)
 return version
 ";
 
-/// A routed message, decoded from what arrived on this instance's channel.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Routed<'a> {
-    /// The session whose stream should get it.
-    pub session: SessionId,
-    /// Who the stream must belong to.
-    pub owner: Owner<'a>,
-    /// One JSON-RPC message.
-    pub message: &'a [u8],
-}
-
-/// Why a pub/sub payload was not a message of ours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum FrameError {
-    /// Shorter than its header or its stated lengths.
-    #[error("truncated backplane frame")]
-    Truncated,
-    /// Unknown first byte.
-    #[error("unknown backplane frame kind {0}")]
-    UnknownKind(u8),
-    /// An owner part is not UTF-8.
-    #[error("backplane frame owner is not UTF-8")]
-    NotUtf8,
-    /// An owner part is longer than a frame can carry.
-    #[error("owner part longer than 65535 bytes")]
-    TooLong,
-}
-
-/// Encodes a message for `session`'s stream owned by `owner`.
-pub fn encode_deliver(
-    owner: Owner<'_>,
-    session: &SessionId,
-    message: &[u8],
-) -> Result<Bytes, FrameError> {
-    encode_routed(KIND_DELIVER, owner, session, message)
-}
-
-/// Encodes a frame addressed to one session's streams (`KIND_DELIVER` or `KIND_CLOSE`).
-fn encode_routed(
-    kind: u8,
-    owner: Owner<'_>,
-    session: &SessionId,
-    message: &[u8],
-) -> Result<Bytes, FrameError> {
-    let len = |part: &str| u16::try_from(part.len()).map_err(|_| FrameError::TooLong);
-    let lens = [len(owner.tenant)?, len(owner.client)?, len(owner.caller)?];
-    let mut frame = BytesMut::with_capacity(
-        DELIVER_HEADER
-            + owner.tenant.len()
-            + owner.client.len()
-            + owner.caller.len()
-            + message.len(),
-    );
-    frame.put_u8(kind);
-    frame.put_slice(session.as_bytes());
-    for part_len in lens {
-        frame.put_u16(part_len);
-    }
-    frame.put_slice(owner.tenant.as_bytes());
-    frame.put_slice(owner.client.as_bytes());
-    frame.put_slice(owner.caller.as_bytes());
-    frame.put_slice(message);
-    Ok(frame.freeze())
-}
-
-/// Decodes a deliver frame (anything else is an error, never a panic).
-pub fn decode_deliver(frame: &[u8]) -> Result<Routed<'_>, FrameError> {
-    match decode_routed(frame)? {
-        (KIND_DELIVER, routed) => Ok(routed),
-        (kind, _) => Err(FrameError::UnknownKind(kind)),
-    }
-}
-
-/// Decodes a frame addressed to one session's streams: its kind (`KIND_DELIVER` or
-/// `KIND_CLOSE`) and content.
-fn decode_routed(frame: &[u8]) -> Result<(u8, Routed<'_>), FrameError> {
-    let (&kind, rest) = frame.split_first().ok_or(FrameError::Truncated)?;
-    if kind != KIND_DELIVER && kind != KIND_CLOSE {
-        return Err(FrameError::UnknownKind(kind));
-    }
-    let (id, rest) = rest
-        .split_first_chunk::<SESSION_ID_BYTES>()
-        .ok_or(FrameError::Truncated)?;
-    let (lens, mut rest) = rest.split_first_chunk::<6>().ok_or(FrameError::Truncated)?;
-    let mut parts = [""; 3];
-    for (index, part) in parts.iter_mut().enumerate() {
-        let at = index * 2;
-        let len = usize::from(u16::from_be_bytes([
-            lens.get(at).copied().unwrap_or(0),
-            lens.get(at + 1).copied().unwrap_or(0),
-        ]));
-        let (text, tail) = rest.split_at_checked(len).ok_or(FrameError::Truncated)?;
-        *part = std::str::from_utf8(text).map_err(|_| FrameError::NotUtf8)?;
-        rest = tail;
-    }
-    let [tenant, client, caller] = parts;
-    Ok((
-        kind,
-        Routed {
-            session: SessionId::from_bytes(*id),
-            owner: Owner::new(tenant, client, caller),
-            message: rest,
-        },
-    ))
-}
-
-/// Decodes a configuration notice: the instance that reloaded and the new version.
-fn decode_reload(frame: &[u8]) -> Result<(&[u8], u64), FrameError> {
-    let Some((&KIND_RELOAD, rest)) = frame.split_first() else {
-        return Err(FrameError::Truncated);
-    };
-    let at = rest
-        .iter()
-        .rposition(|&byte| byte == b':')
-        .ok_or(FrameError::Truncated)?;
-    let (origin, version) = rest.split_at(at);
-    let version = std::str::from_utf8(version.get(1..).unwrap_or_default())
-        .ok()
-        .and_then(|digits| digits.parse().ok())
-        .ok_or(FrameError::NotUtf8)?;
-    Ok((origin, version))
-}
-
-/// Encodes a catalog invalidation for `tenant`.
-pub fn encode_invalidate(tenant: &str) -> Bytes {
-    let mut frame = BytesMut::with_capacity(1 + tenant.len());
-    frame.put_u8(KIND_INVALIDATE);
-    frame.put_slice(tenant.as_bytes());
-    frame.freeze()
-}
-
-/// Decodes a catalog invalidation: the tenant.
-pub fn decode_invalidate(frame: &[u8]) -> Result<&str, FrameError> {
-    match frame.split_first() {
-        Some((&KIND_INVALIDATE, tenant)) => {
-            std::str::from_utf8(tenant).map_err(|_| FrameError::NotUtf8)
-        }
-        Some((&kind, _)) => Err(FrameError::UnknownKind(kind)),
-        None => Err(FrameError::Truncated),
-    }
-}
-
 // === impl RedisBackplane ===
-
-/// Streams this instance holds: session → (owner, number of its live streams here).
-type Held = HashMap<SessionId, (OwnerKey, usize)>;
 
 /// What one [`RedisBackplane::sync`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,12 +111,6 @@ pub struct Synced {
     /// The deployment's configuration version (0 before any reload was announced).
     pub config_version: u64,
 }
-
-/// Bit of [`Receiver::subscribed`]: this instance's channel is subscribed.
-const SUBSCRIBED_INSTANCE: u8 = 1;
-
-/// Bit of [`Receiver::subscribed`]: the broadcast channel is subscribed.
-const SUBSCRIBED_BROADCAST: u8 = 2;
 
 /// Pause between two attempts of [`RedisBackplane::publish_patiently`] (doubling from
 /// [`PATIENT_RETRY_MIN`] up to this).
@@ -293,112 +128,6 @@ enum Routing {
     NoHolder,
     /// An instance holds it but did not hear it (its subscription is being renewed).
     Unheard,
-}
-
-/// What the subscription closure shares with the backplane.
-struct Receiver {
-    inbox: Arc<dyn Inbox>,
-    held: Mutex<Held>,
-    /// Which of this instance's channels the subscriber connection has subscribed now
-    /// (`SUBSCRIBED_*` bits): set by the server's confirmations, cleared by a disconnect.
-    subscribed: AtomicU8,
-    /// This instance's id (escaped): notices it sent itself are ignored.
-    instance_id: Vec<u8>,
-    /// This instance's channel name, as bytes (compared with each push's channel).
-    instance_channel: Vec<u8>,
-    broadcast_channel: Vec<u8>,
-}
-
-impl Receiver {
-    /// Handles one push from the subscription connection. Anything unexpected is dropped:
-    /// pushes come from Redis, but the payload was published by some client.
-    fn on_push(&self, push: PushInfo) {
-        match push.kind {
-            PushKind::Message => {}
-            PushKind::Disconnection => {
-                self.subscribed.store(0, Ordering::Release);
-                return;
-            }
-            PushKind::Subscribe | PushKind::Unsubscribe => {
-                let Some(Value::BulkString(channel)) = push.data.first() else {
-                    return;
-                };
-                let bit = if *channel == self.instance_channel {
-                    SUBSCRIBED_INSTANCE
-                } else if *channel == self.broadcast_channel {
-                    SUBSCRIBED_BROADCAST
-                } else {
-                    return;
-                };
-                if push.kind == PushKind::Subscribe {
-                    self.subscribed.fetch_or(bit, Ordering::AcqRel);
-                } else {
-                    self.subscribed.fetch_and(!bit, Ordering::AcqRel);
-                }
-                return;
-            }
-            _ => return,
-        }
-        let (Some(channel), Some(payload)) = (push.data.first(), push.data.get(1)) else {
-            return;
-        };
-        let (Value::BulkString(channel), Value::BulkString(payload)) = (channel, payload) else {
-            return;
-        };
-        if *channel == self.instance_channel {
-            match decode_routed(payload) {
-                Ok((kind, routed)) if self.holds(&routed.session, routed.owner) => {
-                    if kind == KIND_CLOSE {
-                        self.inbox.close(&routed.session);
-                    } else {
-                        self.inbox.deliver(&routed.session, routed.message);
-                    }
-                }
-                Ok(_) => tracing::debug!("backplane message for a stream not held here"),
-                Err(error) => warn_limited!(
-                    "",
-                    Kind::MalformedBackplane,
-                    %error,
-                    "malformed backplane message dropped"
-                ),
-            }
-        } else if *channel == self.broadcast_channel {
-            if payload.first() == Some(&KIND_RELOAD) {
-                match decode_reload(payload) {
-                    Ok((origin, _)) if origin == self.instance_id.as_slice() => {}
-                    Ok((_, version)) => self.inbox.config_changed(version),
-                    Err(error) => warn_limited!(
-                        "",
-                        Kind::MalformedBackplane,
-                        %error,
-                        "malformed configuration notice"
-                    ),
-                }
-                return;
-            }
-            match decode_invalidate(payload) {
-                Ok(tenant) => {
-                    self.inbox.invalidate(tenant);
-                }
-                Err(error) => warn_limited!(
-                    "",
-                    Kind::MalformedBackplane,
-                    %error,
-                    "malformed backplane broadcast dropped"
-                ),
-            }
-        }
-    }
-
-    fn is_subscribed(&self) -> bool {
-        self.subscribed.load(Ordering::Acquire) == SUBSCRIBED_INSTANCE | SUBSCRIBED_BROADCAST
-    }
-
-    fn holds(&self, session: &SessionId, owner: Owner<'_>) -> bool {
-        lock(&self.held)
-            .get(session)
-            .is_some_and(|(key, _)| key.is(owner))
-    }
 }
 
 /// The scripts, hashed once.
@@ -541,6 +270,7 @@ impl RedisBackplane {
                 .query_async(&mut subscription),
         )
         .await
+        .map_err(BackplaneError::from)
     }
 
     /// Whether this instance hears its channels now: false from a disconnect of the subscriber
@@ -572,6 +302,7 @@ impl RedisBackplane {
                     invocation.invoke_async(&mut connection),
                 )
                 .await
+                .map_err(BackplaneError::from)
             }
         })
         .await?;
@@ -587,6 +318,7 @@ impl RedisBackplane {
             redis::cmd("PING").query_async::<()>(&mut connection),
         )
         .await
+        .map_err(BackplaneError::from)
     }
 
     /// This instance's id as it appears in the registry (escaped).
@@ -629,6 +361,7 @@ impl RedisBackplane {
                         .query_async::<()>(&mut connection),
                 )
                 .await
+                .map_err(BackplaneError::from)
             }
         })
         .await
@@ -702,6 +435,7 @@ impl RedisBackplane {
             invocation.invoke_async::<i64>(&mut connection),
         )
         .await
+        .map_err(BackplaneError::from)
         .map(drop)
     }
 
@@ -719,6 +453,7 @@ impl RedisBackplane {
                 .query_async(&mut connection),
         )
         .await
+        .map_err(BackplaneError::from)
     }
 
     /// Sends `message` to `session`'s live stream for `owner`, wherever it is held: straight
@@ -812,6 +547,7 @@ impl RedisBackplane {
                 .query_async::<i64>(&mut connection),
         )
         .await
+        .map_err(BackplaneError::from)
         .map(drop)
     }
 
@@ -835,6 +571,7 @@ impl RedisBackplane {
             invocation.invoke_async::<i64>(&mut connection),
         )
         .await
+        .map_err(BackplaneError::from)
         .map(drop)
     }
 
@@ -956,21 +693,6 @@ impl RedisBackplane {
     }
 }
 
-/// Runs one Redis operation bounded by `limit` (see `redis.rs`).
-async fn bounded<T>(
-    limit: Duration,
-    operation: impl Future<Output = RedisResult<T>>,
-) -> Result<T, BackplaneError> {
-    match tokio::time::timeout(limit, operation).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(unavailable(&error)),
-        Err(_) => Err(BackplaneError::Unavailable(format!(
-            "no answer within {} ms",
-            limit.as_millis()
-        ))),
-    }
-}
-
 /// Runs `attempt` again when it fails once: a command is what finds a connection that died
 /// while idle (the manager then reconnects), so the first command after Redis came back may
 /// fail where the second succeeds. For the few calls whose failure a client would see.
@@ -982,93 +704,5 @@ where
     match attempt().await {
         Ok(value) => Ok(value),
         Err(_) => attempt().await,
-    }
-}
-
-fn unavailable(error: &redis::RedisError) -> BackplaneError {
-    BackplaneError::Unavailable(format!("{:?}: {}", error.kind(), error))
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(owner: Owner<'_>, message: &[u8]) {
-        let session = SessionId::random();
-        let frame = encode_deliver(owner, &session, message).unwrap();
-        let routed = decode_deliver(&frame).unwrap();
-        assert_eq!(
-            routed,
-            Routed {
-                session,
-                owner,
-                message
-            }
-        );
-        // Every strict prefix of the header and owner is truncated, never a panic.
-        let owner_end =
-            DELIVER_HEADER + owner.tenant.len() + owner.client.len() + owner.caller.len();
-        for cut in 0..owner_end {
-            assert_eq!(
-                decode_deliver(frame.get(..cut).unwrap()),
-                Err(FrameError::Truncated),
-                "cut at {cut}"
-            );
-        }
-    }
-
-    #[test]
-    fn deliver_frames_round_trip() {
-        check(Owner::new("t", "c", "anonymous"), br#"{"jsonrpc":"2.0"}"#);
-        check(Owner::new("", "", ""), b"");
-        check(Owner::new("a:b", "é", "user@example.com"), b"\x00\xff");
-    }
-
-    #[test]
-    fn owner_split_is_part_of_the_frame() {
-        let session = SessionId::random();
-        let a = encode_deliver(Owner::new("ab", "c", "x"), &session, b"m").unwrap();
-        let b = encode_deliver(Owner::new("a", "bc", "x"), &session, b"m").unwrap();
-        assert_ne!(a, b);
-        assert_eq!(
-            decode_deliver(&a).unwrap().owner,
-            Owner::new("ab", "c", "x")
-        );
-    }
-
-    #[test]
-    fn garbage_is_an_error() {
-        assert_eq!(decode_deliver(b""), Err(FrameError::Truncated));
-        assert_eq!(decode_deliver(b"\x07abc"), Err(FrameError::UnknownKind(7)));
-        let mut frame = vec![KIND_DELIVER];
-        frame.extend_from_slice(&[0; SESSION_ID_BYTES]);
-        frame.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0xff]);
-        assert_eq!(decode_deliver(&frame), Err(FrameError::NotUtf8));
-        assert_eq!(decode_invalidate(b""), Err(FrameError::Truncated));
-        assert_eq!(decode_invalidate(b"\x01t"), Err(FrameError::UnknownKind(1)));
-        assert_eq!(
-            decode_invalidate(&encode_invalidate("tenant-a")),
-            Ok("tenant-a")
-        );
-    }
-
-    #[test]
-    fn oversized_owner_is_refused() {
-        let long = "x".repeat(70_000);
-        let owner = Owner::new("t", "c", &long);
-        assert_eq!(
-            encode_deliver(owner, &SessionId::random(), b""),
-            Err(FrameError::TooLong)
-        );
     }
 }

@@ -1,0 +1,693 @@
+//! The Redis session store: session records shared by every instance of a deployment.
+//!
+//! Owns the Redis layout of session records and per-tenant and per-caller caps, and the Lua
+//! scripts that read and change them atomically. Must not hold sockets or know about streams
+//! (the backplane in `backplane.rs` routes messages to the instance holding a stream), and
+//! must never block a request past [`RedisConfig::command_timeout`].
+//!
+//! Layout (`{p}` is [`RedisConfig::prefix`], `{t}` a tenant id with `:` and `%` escaped):
+//! - `sluice:{p}:session:{id}`: a hash per session (`tenant`, `client`, `caller`, `version`,
+//!   `client_info`, `capabilities`, `initialized`, `created`, `last_seen`, `expires`, times in
+//!   Redis server milliseconds). Its key TTL is the session's expiry, so a session nobody names
+//!   disappears by itself, on every instance at once.
+//! - `sluice:{p}:tenant:{t}:sessions`: a sorted set of the tenant's session ids scored by their
+//!   expiry. The cap counts its members scored after now; every script that moves a session's
+//!   expiry moves its score in the same step, so the count is exact.
+//! - `sluice:{p}:tenant:{t}:sessions:{c}:{s}`: the same for one caller (`{c}` the client, `{s}`
+//!   the caller id, escaped), what the per-caller cap counts. Every script that moves a score in
+//!   the tenant's set moves it in the caller's too; its name extends the tenant set's, so both
+//!   are built in one buffer.
+//! - `sluice:{p}:tenants`: the set of tenants that may hold sessions (for [`RedisStore::counts`]).
+//!
+//! Every read and write of a session is one round trip: a script that checks the owner,
+//! applies the change, moves the expiry (key TTL and score) and returns what the caller needs.
+//! All times come from the Redis server clock (`TIME`), never from an instance's clock, so
+//! instances with skewed clocks agree on expiry.
+//!
+//! Concurrency: one [`ConnectionManager`] multiplexes every command of the process over one
+//! connection and reconnects by itself; it is cloned per call (cheap, `Arc` inside). The local
+//! `seen` map (sharded, `std` mutexes, never held across an `.await`) remembers sessions this
+//! instance has served, so [`RedisStore::expire`] can report which of them have gone.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use redis::aio::ConnectionManager;
+use redis::{Script, Value};
+use tokio::time::Instant;
+
+use super::wire::{as_bytes, bounded, component, escaped, lock, millis, unavailable};
+use super::RedisConfig;
+use crate::session::{
+    Handshake, IdHashBuilder, NewSession, Owner, SessionConfig, SessionError, SessionId,
+    SessionInfo, SessionStore,
+};
+
+/// Shards of the local `seen` map (same spreading as `LocalStore`).
+const SEEN_SHARDS: usize = 32;
+
+/// At most this many sessions are checked per round trip by [`RedisStore::expire`].
+const EXPIRE_BATCH: usize = 512;
+
+/// Attempts at minting an id that is not taken (128 random bits: the second never runs).
+const CREATE_ATTEMPTS: usize = 3;
+
+// === scripts ===
+
+/// Returns the server time in milliseconds as `now` (shared prologue).
+const NOW: &str = r"
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+";
+
+/// Create. KEYS: session, tenant set, tenants, caller set. ARGV: tenant cap, idle ms, init ms,
+/// tenant, client, caller, version, client info, capabilities, id, caller cap.
+/// Returns 0 (created), 1 (tenant cap reached), 2 (id taken), 3 (caller cap reached).
+const CREATE: &str = r"
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[1]) then return 1 end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[11]) then return 3 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
+local expires = now + math.min(tonumber(ARGV[2]), tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], 'tenant', ARGV[4], 'client', ARGV[5], 'caller', ARGV[6],
+  'version', ARGV[7], 'client_info', ARGV[8], 'capabilities', ARGV[9], 'initialized', '0',
+  'created', now, 'last_seen', now, 'expires', expires)
+redis.call('PEXPIREAT', KEYS[1], expires)
+redis.call('ZADD', KEYS[2], expires, ARGV[10])
+if redis.call('PTTL', KEYS[2]) < expires - now then redis.call('PEXPIREAT', KEYS[2], expires) end
+redis.call('ZADD', KEYS[4], expires, ARGV[10])
+if redis.call('PTTL', KEYS[4]) < expires - now then redis.call('PEXPIREAT', KEYS[4], expires) end
+redis.call('SADD', KEYS[3], ARGV[4])
+return 0
+";
+
+/// Validate, mark initialized, or set the handshake. KEYS: session, tenant set, caller set.
+/// ARGV: tenant,
+/// client, caller, idle ms, init ms, id, operation (`v`, `i`, `h`), then for `h` version,
+/// client info, capabilities.
+/// Returns `{1}` (not found), `{2}` (foreign), `{0, ms left}` (`i`, `h`) or
+/// `{0, ms left, initialized, version, client info, capabilities}` (`v`).
+const TOUCH: &str = r"
+local record = redis.call('HMGET', KEYS[1], 'tenant', 'client', 'caller', 'created',
+  'initialized', 'expires')
+if not record[1] then return {1} end
+if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] or record[3] ~= ARGV[3] then return {2} end
+if now >= tonumber(record[6]) then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[6])
+  redis.call('ZREM', KEYS[3], ARGV[6])
+  return {1}
+end
+local initialized = record[5] == '1'
+if ARGV[7] == 'i' then
+  initialized = true
+  redis.call('HSET', KEYS[1], 'initialized', '1')
+elseif ARGV[7] == 'h' then
+  redis.call('HSET', KEYS[1], 'version', ARGV[8], 'client_info', ARGV[9], 'capabilities', ARGV[10])
+end
+local expires = now + tonumber(ARGV[4])
+if not initialized then expires = math.min(expires, tonumber(record[4]) + tonumber(ARGV[5])) end
+redis.call('HSET', KEYS[1], 'last_seen', now, 'expires', expires)
+redis.call('PEXPIREAT', KEYS[1], expires)
+redis.call('ZADD', KEYS[2], expires, ARGV[6])
+if redis.call('PTTL', KEYS[2]) < expires - now then redis.call('PEXPIREAT', KEYS[2], expires) end
+redis.call('ZADD', KEYS[3], expires, ARGV[6])
+if redis.call('PTTL', KEYS[3]) < expires - now then redis.call('PEXPIREAT', KEYS[3], expires) end
+if ARGV[7] ~= 'v' then return {0, expires - now} end
+local data = redis.call('HMGET', KEYS[1], 'version', 'client_info', 'capabilities')
+return {0, expires - now, initialized and 1 or 0, data[1], data[2], data[3]}
+";
+
+/// Delete. KEYS: session, tenant set, caller set. ARGV: tenant, client, caller, id.
+/// Returns 0 (deleted), 1 (not found or already expired), 2 (foreign).
+const DELETE: &str = r"
+local record = redis.call('HMGET', KEYS[1], 'tenant', 'client', 'caller', 'expires')
+if not record[1] then return 1 end
+if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] or record[3] ~= ARGV[3] then return 2 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[4])
+redis.call('ZREM', KEYS[3], ARGV[4])
+if now >= tonumber(record[4]) then return 1 end
+return 0
+";
+
+/// Live sessions per tenant. KEYS: tenants, then one tenant set per ARGV tenant.
+/// Returns the counts in ARGV order; forgets tenants with none left.
+const COUNTS: &str = r"
+local counts = {}
+for index = 2, #KEYS do
+  local live = redis.call('ZCOUNT', KEYS[index], '(' .. now, '+inf')
+  if live == 0 then redis.call('SREM', KEYS[1], ARGV[index - 1]) end
+  counts[index - 1] = live
+end
+return counts
+";
+
+/// The scripts, hashed once (`EVALSHA`, loaded on first `NOSCRIPT`).
+struct Scripts {
+    create: Script,
+    touch: Script,
+    delete: Script,
+    counts: Script,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        let with_now = |body: &str| Script::new(&format!("{NOW}{body}"));
+        Self {
+            create: with_now(CREATE),
+            touch: with_now(TOUCH),
+            delete: with_now(DELETE),
+            counts: with_now(COUNTS),
+        }
+    }
+}
+
+/// What `TOUCH` does besides the ownership check and the refresh.
+#[derive(Debug, Clone, Copy)]
+enum Touch<'a> {
+    Validate,
+    Initialize,
+    Handshake(Handshake<'a>),
+}
+
+// === impl RedisStore ===
+
+/// Sessions in Redis, shared by every instance configured with the same URL and prefix.
+pub struct RedisStore {
+    /// Multiplexed, self-reconnecting connection; cloned per command.
+    connection: ConnectionManager,
+    scripts: Scripts,
+    /// `sluice:{prefix}:`.
+    namespace: String,
+    /// Key of the tenants set.
+    tenants_key: String,
+    config: SessionConfig,
+    command_timeout: Duration,
+    /// Sessions this instance served, with when it last heard they expire; what
+    /// [`RedisStore::expire`] checks. Spread by [`SessionId::shard64`].
+    seen: Box<[Mutex<HashMap<SessionId, Instant, IdHashBuilder>>]>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("namespace", &self.namespace)
+            .field("config", &self.config)
+            .field("command_timeout", &self.command_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// A store on `redis`, without connecting (the first command connects). Fails only when
+    /// the URL is malformed.
+    pub fn new(redis: &RedisConfig, config: SessionConfig) -> Result<Self, SessionError> {
+        let client = redis::Client::open(redis.url.as_str()).map_err(|e| unavailable(&e))?;
+        let connection = redis.manager(|c| c, client).map_err(|e| unavailable(&e))?;
+        let namespace = redis.namespace();
+        Ok(Self {
+            connection,
+            scripts: Scripts::new(),
+            tenants_key: format!("{namespace}tenants"),
+            namespace,
+            config,
+            command_timeout: redis.command_timeout,
+            seen: (0..SEEN_SHARDS)
+                .map(|_| Mutex::new(HashMap::with_hasher(IdHashBuilder)))
+                .collect(),
+        })
+    }
+
+    /// A store on `redis` that has answered a `PING`: what a runtime configured with Redis
+    /// starts with, so that an unreachable Redis refuses the start with a clear error.
+    pub async fn connect(redis: &RedisConfig, config: SessionConfig) -> Result<Self, SessionError> {
+        let store = Self::new(redis, config)?;
+        store.ping().await?;
+        Ok(store)
+    }
+
+    /// One `PING` (readiness probes).
+    pub async fn ping(&self) -> Result<(), SessionError> {
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            redis::cmd("PING").query_async::<()>(&mut connection),
+        )
+        .await
+        .map_err(SessionError::from)
+    }
+
+    /// The server-side id of the command connection (tests kill it to check reconnection).
+    #[cfg(test)]
+    pub(super) async fn client_id(&self) -> Result<i64, SessionError> {
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            redis::cmd("CLIENT").arg("ID").query_async(&mut connection),
+        )
+        .await
+        .map_err(SessionError::from)
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// See [`SessionStore::create`]. Both cap checks, the insert and the counts happen in one
+    /// script, so creates from any number of instances never exceed either cap.
+    pub async fn create(&self, new: NewSession<'_>) -> Result<SessionId, SessionError> {
+        let keys = self.owner_keys(new.owner);
+        for _ in 0..CREATE_ATTEMPTS {
+            let id = SessionId::random();
+            let encoded = id.encode();
+            let mut invocation = self.scripts.create.key(self.session_key(&id));
+            invocation
+                .key(keys.tenant())
+                .key(&self.tenants_key)
+                .key(keys.caller())
+                .arg(self.config.max_per_tenant)
+                .arg(millis(self.config.idle))
+                .arg(millis(self.config.init_timeout))
+                .arg(new.owner.tenant)
+                .arg(new.owner.client)
+                .arg(new.owner.caller)
+                .arg(new.version)
+                .arg(new.client_info)
+                .arg(new.capabilities)
+                .arg(encoded.as_str())
+                .arg(self.config.max_per_caller);
+            let mut connection = self.connection.clone();
+            let outcome: i64 = bounded(
+                self.command_timeout,
+                invocation.invoke_async(&mut connection),
+            )
+            .await?;
+            match outcome {
+                0 => {
+                    let first_expiry = self.config.idle.min(self.config.init_timeout);
+                    self.remember(id, first_expiry);
+                    return Ok(id);
+                }
+                1 => {
+                    return Err(SessionError::TenantCapReached {
+                        cap: self.config.max_per_tenant,
+                    })
+                }
+                3 => {
+                    return Err(SessionError::CallerCapReached {
+                        cap: self.config.max_per_caller,
+                    })
+                }
+                _ => continue,
+            }
+        }
+        Err(SessionError::Unavailable(
+            "could not mint a free session id".to_owned(),
+        ))
+    }
+
+    /// See [`SessionStore::validate`]: one round trip that checks the owner, refreshes the
+    /// expiry and returns the record.
+    pub async fn validate(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> Result<SessionInfo, SessionError> {
+        let reply = self.touch(id, owner, Touch::Validate).await?;
+        let initialized = matches!(reply.get(2), Some(Value::Int(1)));
+        let version = reply
+            .get(3)
+            .and_then(as_bytes)
+            .and_then(static_version)
+            // A version this build does not implement (a record written by a newer instance
+            // during a rolling upgrade) cannot be served: the client initializes afresh.
+            .ok_or(SessionError::NotFound)?;
+        let field = |index: usize| {
+            reply
+                .get(index)
+                .and_then(as_bytes)
+                .map(Bytes::copy_from_slice)
+                .unwrap_or_default()
+        };
+        Ok(SessionInfo {
+            version,
+            initialized,
+            client_info: field(4),
+            capabilities: field(5),
+        })
+    }
+
+    /// See [`SessionStore::mark_initialized`].
+    pub async fn mark_initialized(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> Result<(), SessionError> {
+        self.touch(id, owner, Touch::Initialize).await.map(drop)
+    }
+
+    /// See [`SessionStore::set_handshake`].
+    pub async fn set_handshake(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+        handshake: Handshake<'_>,
+    ) -> Result<(), SessionError> {
+        self.touch(id, owner, Touch::Handshake(handshake))
+            .await
+            .map(drop)
+    }
+
+    /// See [`SessionStore::delete`]. Works from any instance.
+    pub async fn delete(&self, id: &SessionId, owner: Owner<'_>) -> Result<(), SessionError> {
+        let keys = self.owner_keys(owner);
+        let mut invocation = self.scripts.delete.key(self.session_key(id));
+        invocation
+            .key(keys.tenant())
+            .key(keys.caller())
+            .arg(owner.tenant)
+            .arg(owner.client)
+            .arg(owner.caller)
+            .arg(id.encode().as_str());
+        let mut connection = self.connection.clone();
+        let outcome: i64 = bounded(
+            self.command_timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await?;
+        match outcome {
+            0 => {
+                self.forget(id);
+                Ok(())
+            }
+            2 => Err(SessionError::Foreign),
+            _ => {
+                self.forget(id);
+                Err(SessionError::NotFound)
+            }
+        }
+    }
+
+    /// See [`SessionStore::count`]: sessions of `tenant` live now, across all instances.
+    pub async fn count(&self, tenant: &str) -> Result<usize, SessionError> {
+        let counts = self.count_tenants(&[tenant.to_owned()]).await?;
+        Ok(counts
+            .first()
+            .map_or(0, |(_, n)| usize::try_from(*n).unwrap_or(0)))
+    }
+
+    /// Live sessions per tenant, across all instances (two round trips: the tenant list, then
+    /// the counts). Tenants with none left are dropped from the list.
+    pub async fn counts(&self) -> Result<Vec<(String, i64)>, SessionError> {
+        let mut connection = self.connection.clone();
+        let tenants: Vec<String> = bounded(
+            self.command_timeout,
+            redis::cmd("SMEMBERS")
+                .arg(&self.tenants_key)
+                .query_async(&mut connection),
+        )
+        .await?;
+        let counts = self.count_tenants(&tenants).await?;
+        Ok(counts.into_iter().filter(|(_, n)| *n > 0).collect())
+    }
+
+    /// See [`SessionStore::expire`].
+    ///
+    /// Redis expires records by itself, on every instance at once; what an instance needs
+    /// from a sweep is the ids whose streams it must close. It can only know sessions it has
+    /// served, so it returns those of them that are gone now (expired, or deleted through
+    /// another instance), at most one round trip per [`EXPIRE_BATCH`] sessions due. A session
+    /// refreshed elsewhere in the meantime is kept, with its new expiry.
+    pub async fn expire(&self) -> Result<Vec<SessionId>, SessionError> {
+        let now = Instant::now();
+        let due: Vec<SessionId> = self
+            .seen
+            .iter()
+            .flat_map(|shard| {
+                lock(shard)
+                    .iter()
+                    .filter(|(_, expires)| **expires <= now)
+                    .map(|(id, _)| *id)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let mut expired = Vec::new();
+        for batch in due.chunks(EXPIRE_BATCH) {
+            let mut pipeline = redis::pipe();
+            for id in batch {
+                pipeline.cmd("PTTL").arg(self.session_key(id));
+            }
+            let mut connection = self.connection.clone();
+            let ttls: Vec<i64> =
+                bounded(self.command_timeout, pipeline.query_async(&mut connection)).await?;
+            for (id, ttl) in batch.iter().zip(ttls) {
+                // -2: no such key. -1 (no TTL) cannot happen for a record; treat it as gone.
+                match u64::try_from(ttl) {
+                    Ok(ms_left) if ttl > 0 => self.remember(*id, Duration::from_millis(ms_left)),
+                    _ => {
+                        self.forget(id);
+                        expired.push(*id);
+                    }
+                }
+            }
+        }
+        Ok(expired)
+    }
+
+    // === internals ===
+
+    fn session_key(&self, id: &SessionId) -> String {
+        format!("{}session:{}", self.namespace, id.encode().as_str())
+    }
+
+    fn tenant_key(&self, tenant: &str) -> String {
+        format!("{}tenant:{}:sessions", self.namespace, component(tenant))
+    }
+
+    /// The tenant set's and the caller set's keys of `owner`, in one allocation (the caller's
+    /// extends the tenant's), escaped in place.
+    fn owner_keys(&self, owner: Owner<'_>) -> OwnerKeys {
+        use std::fmt::Write as _;
+        let parts = owner.tenant.len() + owner.client.len() + owner.caller.len();
+        // Room for every part escaped at three bytes a byte: never reallocates.
+        let mut text = String::with_capacity(self.namespace.len() + 24 + 3 * parts);
+        // Writing to a `String` cannot fail.
+        let _ = write!(
+            text,
+            "{}tenant:{}:sessions",
+            self.namespace,
+            escaped(owner.tenant)
+        );
+        let tenant_end = text.len();
+        let _ = write!(text, ":{}:{}", escaped(owner.client), escaped(owner.caller));
+        OwnerKeys { text, tenant_end }
+    }
+
+    /// Runs `TOUCH`; `Ok` carries the reply array, whose first element was 0.
+    async fn touch(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+        touch: Touch<'_>,
+    ) -> Result<Vec<Value>, SessionError> {
+        let keys = self.owner_keys(owner);
+        let mut invocation = self.scripts.touch.key(self.session_key(id));
+        invocation
+            .key(keys.tenant())
+            .key(keys.caller())
+            .arg(owner.tenant)
+            .arg(owner.client)
+            .arg(owner.caller)
+            .arg(millis(self.config.idle))
+            .arg(millis(self.config.init_timeout))
+            .arg(id.encode().as_str());
+        match touch {
+            Touch::Validate => invocation.arg("v"),
+            Touch::Initialize => invocation.arg("i"),
+            Touch::Handshake(handshake) => invocation
+                .arg("h")
+                .arg(handshake.version)
+                .arg(handshake.client_info)
+                .arg(handshake.capabilities),
+        };
+        let mut connection = self.connection.clone();
+        let reply: Vec<Value> = bounded(
+            self.command_timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await?;
+        match reply.first() {
+            Some(Value::Int(0)) => {
+                let ms_left = match reply.get(1) {
+                    Some(Value::Int(ms)) => u64::try_from(*ms).unwrap_or(0),
+                    _ => 0,
+                };
+                self.remember(*id, Duration::from_millis(ms_left));
+                Ok(reply)
+            }
+            Some(Value::Int(2)) => Err(SessionError::Foreign),
+            Some(Value::Int(1)) => {
+                self.forget(id);
+                Err(SessionError::NotFound)
+            }
+            _ => Err(SessionError::Unavailable(
+                "unexpected reply from the session script".to_owned(),
+            )),
+        }
+    }
+
+    /// Counts live sessions of each of `tenants` in one script.
+    async fn count_tenants(&self, tenants: &[String]) -> Result<Vec<(String, i64)>, SessionError> {
+        if tenants.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut invocation = self.scripts.counts.key(&self.tenants_key);
+        for tenant in tenants {
+            invocation.key(self.tenant_key(tenant)).arg(tenant);
+        }
+        let mut connection = self.connection.clone();
+        let counts: Vec<i64> = bounded(
+            self.command_timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await?;
+        Ok(tenants.iter().cloned().zip(counts).collect())
+    }
+
+    fn seen_shard(
+        &self,
+        id: &SessionId,
+    ) -> MutexGuard<'_, HashMap<SessionId, Instant, IdHashBuilder>> {
+        let index = (id.shard64() as usize) % self.seen.len();
+        match self.seen.get(index) {
+            Some(shard) => lock(shard),
+            None => unreachable!("shard index is reduced modulo the shard count"),
+        }
+    }
+
+    /// Notes that `id` is live and expires in `ms_left` (unless refreshed).
+    fn remember(&self, id: SessionId, ms_left: Duration) {
+        self.seen_shard(&id).insert(id, Instant::now() + ms_left);
+    }
+
+    fn forget(&self, id: &SessionId) {
+        self.seen_shard(id).remove(id);
+    }
+}
+
+/// The keys of one owner's session sets (see [`RedisStore::owner_keys`]).
+struct OwnerKeys {
+    text: String,
+    tenant_end: usize,
+}
+
+impl OwnerKeys {
+    /// `sluice:{p}:tenant:{t}:sessions`.
+    fn tenant(&self) -> &str {
+        self.text.get(..self.tenant_end).unwrap_or_default()
+    }
+
+    /// `sluice:{p}:tenant:{t}:sessions:{c}:{s}`.
+    fn caller(&self) -> &str {
+        &self.text
+    }
+}
+
+/// The `'static` version string a record names, if this build implements it.
+fn static_version(stored: &[u8]) -> Option<&'static str> {
+    crate::mcp::HANDSHAKE_VERSIONS
+        .iter()
+        .chain(crate::mcp::STATELESS_VERSIONS)
+        .copied()
+        .find(|version| version.as_bytes() == stored)
+}
+
+// === impl SessionStore ===
+
+impl SessionStore for RedisStore {
+    fn create(
+        &self,
+        new: NewSession<'_>,
+    ) -> impl Future<Output = Result<SessionId, SessionError>> + Send {
+        RedisStore::create(self, new)
+    }
+
+    fn validate(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> impl Future<Output = Result<SessionInfo, SessionError>> + Send {
+        RedisStore::validate(self, id, owner)
+    }
+
+    fn mark_initialized(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send {
+        RedisStore::mark_initialized(self, id, owner)
+    }
+
+    fn set_handshake(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+        handshake: Handshake<'_>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send {
+        RedisStore::set_handshake(self, id, owner, handshake)
+    }
+
+    fn delete(
+        &self,
+        id: &SessionId,
+        owner: Owner<'_>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send {
+        RedisStore::delete(self, id, owner)
+    }
+
+    fn count(&self, tenant: &str) -> impl Future<Output = Result<usize, SessionError>> + Send {
+        RedisStore::count(self, tenant)
+    }
+
+    fn expire(&self) -> impl Future<Output = Result<Vec<SessionId>, SessionError>> + Send {
+        RedisStore::expire(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_map_back_to_static_strings() {
+        assert_eq!(static_version(b"2025-11-25"), Some("2025-11-25"));
+        assert_eq!(static_version(b"2024-11-05"), Some("2024-11-05"));
+        assert_eq!(static_version(b"1999-01-01"), None);
+        assert_eq!(static_version(b""), None);
+    }
+
+    #[tokio::test]
+    async fn caller_keys_extend_the_tenant_key_and_never_collide() {
+        let store = RedisStore::new(
+            &RedisConfig::new("redis://127.0.0.1:6379").with_prefix("p"),
+            SessionConfig::default(),
+        )
+        .unwrap();
+        let keys = store.owner_keys(Owner::new("t:1", "c", "apikey:k é"));
+        assert_eq!(keys.tenant(), store.tenant_key("t:1"));
+        assert_eq!(keys.tenant(), "sluice:p:tenant:t%3A1:sessions");
+        assert_eq!(
+            keys.caller(),
+            "sluice:p:tenant:t%3A1:sessions:c:apikey%3Ak%20%C3%A9"
+        );
+        let a = store.owner_keys(Owner::new("t", "a:b", "c"));
+        let b = store.owner_keys(Owner::new("t", "a", "b:c"));
+        assert_ne!(a.caller(), b.caller());
+    }
+}
