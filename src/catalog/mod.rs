@@ -10,6 +10,7 @@
 pub mod check;
 pub mod discover;
 pub mod load;
+pub mod meta_tool;
 pub mod model;
 pub mod path;
 pub mod plan;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use sha2::{Digest, Sha256};
 
-use super::discover;
+use super::meta_tool;
 use super::model::{ClientApp, Config, Correlation, SchemaMode, ServerSettings, TenantAuth, Tool};
 use super::plan::ToolPlan;
 use super::prompt::effective_prompt;
@@ -523,13 +523,13 @@ fn client_view(
     let mut meta_pending = needs_discovery;
     for tool in &tools {
         if meta_pending && &*tool.name > schema::DISCOVER_TOOL_NAME {
-            list_entries.push(discover::meta_tool_entry());
+            list_entries.push(meta_tool::entry());
             meta_pending = false;
         }
         list_entries.push(tool.list_entry.clone());
     }
     if meta_pending {
-        list_entries.push(discover::meta_tool_entry());
+        list_entries.push(meta_tool::entry());
     }
     let list_len = 2
         + list_entries.iter().map(Bytes::len).sum::<usize>()
