@@ -23,7 +23,7 @@ use crate::access::{Access, Admitted, Endpoint};
 use crate::admin;
 use crate::audit::Audit;
 use crate::auth::Authenticator;
-use crate::catalog::model::{AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings};
+use crate::config::{AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings};
 use crate::catalog::Catalog;
 use crate::http::cors::{self, Policy};
 use crate::http::guard::Guard;

@@ -17,8 +17,8 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Method};
 use smallvec::SmallVec;
 
-use super::model::{Downstream, FieldRule, FieldType, Location, RestDownstream, Tool};
-use super::path::{FieldPath, Segment};
+use crate::config::{Downstream, FieldRule, FieldType, Location, RestDownstream, Tool};
+use crate::config::{FieldPath, Segment};
 
 /// Longest URL template accepted, in bytes; longer templates are a plan problem.
 pub const MAX_URL_TEMPLATE_BYTES: usize = 8 * 1024;
@@ -228,7 +228,7 @@ pub const FEDERATED_PLAN_BASE: &str = "http://federated.invalid/";
 /// template to fill and is refused).
 fn compile_federated(
     tool: &Tool,
-    federated: &crate::catalog::model::FederatedDownstream,
+    federated: &crate::config::FederatedDownstream,
     problems: &mut Vec<PlanProblem>,
 ) -> Option<ToolPlan> {
     let mut as_query = tool.clone();

@@ -20,8 +20,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use super::era::Cache;
 use super::{json, Dispatcher, Era, Reply, Scope, SOURCE_RESULTS_EXTENSION};
 use crate::audit::{CallType, Outcome, Record};
-use crate::catalog::model::Downstream;
 use crate::catalog::CatalogTool;
+use crate::config::Downstream;
 use crate::federation::{EventSink, FederatedOutcome, NullSink};
 use crate::jsonrpc::Payload;
 

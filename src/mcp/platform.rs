@@ -18,7 +18,7 @@ use super::names::META_SERVER_INFO;
 use super::tools::failure;
 use super::{json, params, Dispatcher, Era, McpError, Reply, Scope};
 use crate::bos::{self, ArgsError, BosCall, Extras};
-use crate::catalog::model::Downstream;
+use crate::config::Downstream;
 use crate::invoke::CorrelationPolicy;
 use crate::jsonrpc::{echo, Payload};
 

@@ -27,9 +27,9 @@ use simd_json::BorrowedValue;
 use super::era::Cache;
 use super::page::{self, ListKind};
 use super::{federated, json, params, Dispatcher, McpError, Reply, Scope};
-use crate::catalog::model::Downstream;
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
+use crate::config::Downstream;
 use crate::invoke::{CorrelationPolicy, ErrorClass};
 use crate::jsonrpc::{echo, Payload};
 use crate::log_limit::{warn_limited, Kind};
@@ -235,7 +235,7 @@ mod tests {
             },
             Arc::new(Invoker::new(InvokerConfig::default())),
         );
-        let config = crate::catalog::load::parse("", "t").unwrap();
+        let config = crate::config::parse("", "t").unwrap();
         let snapshot = Snapshot::build(&config, 1, None).unwrap();
         let ctx = CallContext::new(None);
         let caller = crate::auth::Caller::anonymous("t".into(), "c".into());
