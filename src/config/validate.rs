@@ -180,6 +180,9 @@ pub struct Validated<P> {
     pub plans: Vec<Vec<Vec<P>>>,
 }
 
+/// One tenant's compiled plans as `[toolset][tool]`, `None` where a tool did not compile.
+type TenantPlans<P> = Vec<Vec<Option<P>>>;
+
 /// Checks a configuration and compiles every tool with `compiler`; on failure, reports every
 /// problem.
 pub fn validate<C: ToolCompiler>(

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::{client, tool, Loc, Report, ToolCompiler};
+use super::{client, tool, Loc, Report, TenantPlans, ToolCompiler};
 use crate::config::{Config, Tenant};
 
 /// Longest tenant, client or toolset id (path-segment rule `[A-Za-z0-9._-]{1,64}`).
@@ -37,7 +37,7 @@ pub(super) fn check_all<C: ToolCompiler>(
     report: &mut Report,
     config: &Config,
     compiler: &C,
-) -> Vec<Vec<Vec<Option<C::Plan>>>> {
+) -> Vec<TenantPlans<C::Plan>> {
     let mut tenant_ids = HashSet::new();
     let mut global_key_ids = HashSet::new();
     let mut plans = Vec::with_capacity(config.tenants.len());

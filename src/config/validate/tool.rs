@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use super::tenant::check_id;
-use super::{field, is_http_url, Loc, Report, ToolCompiler};
+use super::{field, is_http_url, Loc, Report, TenantPlans, ToolCompiler};
 use crate::config::{Downstream, FederatedDownstream, Tenant, Tool, DISCOVER_TOOL_NAME};
 
 /// Longest tool name (MCP rule `[A-Za-z0-9_.-]{1,128}`).
@@ -30,7 +30,7 @@ pub(super) fn check_toolsets<'a, C: ToolCompiler>(
     tloc: &Loc,
     tenant: &'a Tenant,
     compiler: &C,
-) -> (HashSet<&'a str>, Vec<Vec<Option<C::Plan>>>) {
+) -> (HashSet<&'a str>, TenantPlans<C::Plan>) {
     let mut toolset_ids = HashSet::new();
     let mut tenant_plans = Vec::with_capacity(tenant.toolsets.len());
     for toolset in &tenant.toolsets {
