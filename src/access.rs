@@ -288,7 +288,7 @@ impl Access {
         if path == crate::bos::PLATFORM_PATH {
             // The platform endpoint serves every tenant: no one tenant's authorization servers.
             let resource = prm::resource_url(&self.public_base, path);
-            let auth = crate::catalog::model::TenantAuth::default();
+            let auth = crate::config::TenantAuth::default();
             return Ok(prm::document(&resource, &auth, "sluice BOS platform"));
         }
         let mut segments = path.strip_prefix('/').unwrap_or("").split('/');

@@ -6,7 +6,9 @@
 //! - [`sse`]: the Server-Sent Events codec (encoder on pooled buffers, incremental decoder).
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages parsed in place with simd-json, written into pooled buffers.
 //! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, the error→status map.
-//! - [`catalog`]: configuration, validation, immutable per-tenant snapshots, schema generation.
+//! - [`config`]: the configuration file's model, loading with positions, environment overrides,
+//!   validation.
+//! - [`catalog`]: immutable per-tenant snapshots of a configuration, schema generation, plans.
 //! - [`invoke`]: downstream calls with exposed↔source field translation and correlation.
 //! - [`mcp`]: the MCP dispatcher and every method, `_meta` rules and era-specific result shapes.
 //! - [`session`]: session ids, records, the session store and backplane seams (process-local).
@@ -35,6 +37,7 @@ pub mod auth;
 pub mod bench;
 pub mod bos;
 pub mod catalog;
+pub mod config;
 pub mod demo;
 pub mod federation;
 pub mod http;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use sluice::catalog::model::{LogFormat, LogSettings};
 use sluice::catalog::{self, Catalog};
+use sluice::config::{self, LogFormat, LogSettings, Overrides};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -175,7 +175,7 @@ fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     // `serve` logs as its configuration says; everything else logs text at `info`.
     let log = match &cli.command {
-        Command::Serve { config, .. } => catalog::load(config)
+        Command::Serve { config, .. } => config::load(config)
             .map(|config| config.server.log)
             .unwrap_or_default(),
         _ => LogSettings::default(),
@@ -230,16 +230,16 @@ fn init_logs(settings: &LogSettings) {
 
 /// `sluice key new`.
 fn key_new(config: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let pepper = match std::env::var("SLUICE_API_KEY_PEPPER") {
-        Ok(pepper) => pepper,
-        Err(_) => {
+    let pepper = match Overrides::from_env().api_key_pepper {
+        Some(pepper) => pepper,
+        None => {
             let Some(path) = config else {
                 anyhow::bail!(
                     "set SLUICE_API_KEY_PEPPER or pass --config with [server] api_key_pepper"
                 );
             };
             let config =
-                catalog::load(path).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+                config::load(path).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
             config
                 .server
                 .api_key_pepper
@@ -277,7 +277,7 @@ async fn serve(path: &Path, listen: Option<SocketAddr>) -> anyhow::Result<()> {
         }
     };
     // `[cluster]` is read once, at start (a reload does not move an instance to another Redis).
-    let cluster = catalog::load(path)
+    let cluster = config::load(path)
         .map(|file| file.cluster)
         .unwrap_or_default();
     reload_on_sighup(Arc::clone(&catalog))?;
@@ -292,8 +292,10 @@ async fn demo(listen: SocketAddr) -> anyhow::Result<()> {
     let api_base = format!("http://{}", api.local_addr()?);
     tokio::spawn(sluice::demo::serve_api(api, std::future::pending()));
     let text = sluice::demo::config_text(&api_base);
-    let config = catalog::load::parse(&text, "demo")
+    let mut config = config::parse(&text, "demo")
         .map_err(|err| anyhow::anyhow!("the bundled demo configuration: {err}"))?;
+    // The demo runs with the environment's overrides, as a configuration file would.
+    Overrides::from_env().apply(&mut config);
     let catalog = match Catalog::from_config(&config) {
         Ok(catalog) => Arc::new(catalog),
         Err(report) => anyhow::bail!("the bundled demo configuration is invalid:\n{report}"),

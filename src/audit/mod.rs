@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use record::{CallType, Outcome, Record, Surface};
 
-use crate::catalog::model::{AuditSettings, AuditWhenFull};
+use crate::config::{AuditSettings, AuditWhenFull};
 use sink::{Counters, Msg};
 
 /// A cheap-to-clone handle that queues audit records for the background writer.

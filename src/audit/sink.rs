@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 use super::record::Record;
-use crate::catalog::model::{AuditSettings, AuditSink};
+use crate::config::{AuditSettings, AuditSink};
 
 /// Bytes buffered before the writer writes to the sink even while records keep coming.
 pub(crate) const WRITE_BUFFER_BYTES: usize = 64 * 1024;

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::catalog::model::AuditSink;
+use crate::config::AuditSink;
 
 // === helpers ===
 

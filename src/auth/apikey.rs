@@ -17,9 +17,8 @@ use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
 use super::{AuthError, AuthMethod, Caller, Scopes};
-use crate::catalog::model::{ApiKey, ServerSettings};
-use crate::catalog::validate::{is_valid_key_id, API_KEY_ID_LEN};
 use crate::catalog::ClientView;
+use crate::config::{is_valid_key_id, ApiKey, ServerSettings, API_KEY_ID_LEN};
 
 /// Every API key token starts with this.
 pub const PREFIX: &str = "rtk_";

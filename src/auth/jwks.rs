@@ -31,7 +31,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use super::AuthError;
-use crate::catalog::model::JwtSettings;
+use crate::config::JwtSettings;
 
 /// Shortest time between two fetches of one source (for an unknown `kid` or a stale set). A
 /// lookup that would need another fetch sooner uses the set it has.

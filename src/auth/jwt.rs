@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 
 use super::jwks::{JwksCache, JwksSource};
 use super::{AuthError, AuthMethod, Caller, Scopes};
-use crate::catalog::model::JwtSettings;
 use crate::catalog::ClientView;
+use crate::config::JwtSettings;
 
 /// Largest leeway honoured, in seconds, whatever the configuration says: clock skew is seconds,
 /// not days, and a huge leeway would quietly disable expiry.

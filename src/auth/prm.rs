@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use serde::Serialize;
 
-use crate::catalog::model::TenantAuth;
+use crate::config::TenantAuth;
 
 /// The well-known path segment inserted between the host and the resource path (RFC 9728 §3).
 pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
@@ -141,7 +141,7 @@ mod tests {
             parse(&doc),
             json!({"resource": resource, "bearer_methods_supported": ["header"], "resource_name": "n"})
         );
-        let config = crate::catalog::load::parse(
+        let config = crate::config::parse(
             r#"
 [[tenant]]
 id = "t1"

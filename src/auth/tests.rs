@@ -183,7 +183,7 @@ id = "c1"
         hash_b = key_hash(SECRET_B),
         hash_c = key_hash(SECRET_C),
     );
-    let config = crate::catalog::load::parse(&text, "test").unwrap();
+    let config = crate::config::parse(&text, "test").unwrap();
     Snapshot::build(&config, 1, None).unwrap_or_else(|r| panic!("{r:?}"))
 }
 

@@ -7,9 +7,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::load::load;
 use super::snapshot::Snapshot;
-use super::validate::Report;
+use crate::config::{load, Report};
 
 /// Checks the configuration at `path`, writes the report to `out`, returns whether it is valid.
 pub fn check(path: &Path, out: &mut impl Write) -> bool {

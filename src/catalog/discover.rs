@@ -1,4 +1,5 @@
-//! `discover_tool_schema`: the meta-tool's definition and the catalog operation behind it.
+//! `discover_tool_schema`: the catalog operation behind the meta-tool (its definition is
+//! `meta_tool.rs`).
 //!
 //! Seed 003: "When any visible tool uses Lazy or DataStructureOnly, the Runtime injects the
 //! discover_tool_schema MCP meta-tool into tools/list. […] accepts a tool_id; returns the
@@ -6,12 +7,8 @@
 //! version and schema hash." Owns that lookup on a snapshot and the JSON of its answer. Must not
 //! know about MCP framing (the dispatcher wraps the answer in a CallToolResult) or audit.
 
-use std::sync::OnceLock;
-
 use bytes::Bytes;
-use serde_json::Value;
 
-use super::schema::{self, DISCOVER_TOOL_NAME};
 use super::snapshot::{CatalogTool, Snapshot};
 
 /// Why discovery found nothing.
@@ -98,56 +95,4 @@ pub fn discover<'a>(
         .tool(tool_id)
         .ok_or_else(|| DiscoverError::UnknownTool(tool_id.to_owned()))?;
     Ok(Discovery { tool })
-}
-
-/// The meta-tool's description.
-pub const META_TOOL_DESCRIPTION: &str = "Returns the authoritative full input schema of a tool \
-     (and its output schema when it has one), with a schema version and a SHA-256 schema hash. \
-     Call it before the first use of a tool whose listed input schema has a _schema_discovery \
-     placeholder or shows structure only.";
-
-/// The meta-tool's input schema: `{"tool_id": string}`, required.
-pub fn meta_tool_input_schema() -> Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": {
-            "tool_id": {
-                "type": "string",
-                "description": "Name of the tool whose full schema to return, as listed by tools/list."
-            }
-        },
-        "required": ["tool_id"],
-        "additionalProperties": false
-    })
-}
-
-/// The meta-tool's `tools/list` entry (computed once per process).
-pub fn meta_tool_entry() -> Bytes {
-    static ENTRY: OnceLock<Bytes> = OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
-            let input = schema::canonical_bytes(&meta_tool_input_schema());
-            schema::list_entry(DISCOVER_TOOL_NAME, META_TOOL_DESCRIPTION, &input, None)
-        })
-        .clone()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn meta_tool_entry_is_valid_json_with_required_tool_id() {
-        let entry: Value = serde_json::from_slice(&meta_tool_entry()).unwrap();
-        assert_eq!(entry["name"], DISCOVER_TOOL_NAME);
-        assert_eq!(entry["inputSchema"]["type"], "object");
-        assert_eq!(
-            entry["inputSchema"]["required"],
-            serde_json::json!(["tool_id"])
-        );
-        assert_eq!(
-            entry["inputSchema"]["properties"]["tool_id"]["type"],
-            "string"
-        );
-    }
 }

@@ -3,7 +3,7 @@
 //! Owns the composition rule of seed 003 ("MCP System Prompt Resources"). Pure function; the
 //! snapshot calls it once per (client, assigned toolset). Must not know about MCP framing.
 
-use super::model::PromptMode;
+use crate::config::PromptMode;
 
 /// Separator between prompt parts: one blank line.
 pub const PART_SEPARATOR: &str = "\n\n";

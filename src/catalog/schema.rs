@@ -1,8 +1,8 @@
 //! JSON Schema (2020-12) generation from the *exposed* paths of a tool's field rules.
 //!
 //! Owns the path tree (`a.b[*].c` → `a`: object → `b`: array of objects → `c`), the structural
-//! conflicts found while building it (used by `validate`), the three listing modes, and the
-//! canonical JSON form that schema hashes are computed over. Must not know about tenants,
+//! conflicts found while building it (reported during validation through `compile.rs`), the
+//! three listing modes, and the canonical JSON form that schema hashes are computed over. Must not know about tenants,
 //! clients or snapshots; never called per request (the snapshot computes everything once).
 //!
 //! Rules of the generated schema:
@@ -28,14 +28,8 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::model::{FieldRule, FieldType, SchemaMode, Tool};
-use super::path::{FieldPath, Segment};
-
-/// Name of the placeholder property of Lazy schemas.
-pub const DISCOVERY_PLACEHOLDER: &str = "_schema_discovery";
-
-/// Name of the meta-tool that returns full schemas.
-pub const DISCOVER_TOOL_NAME: &str = "discover_tool_schema";
+use crate::config::{FieldPath, FieldRule, FieldType, SchemaMode, Segment, Tool};
+pub use crate::config::{DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME};
 
 /// How much human-readable metadata a generated schema keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,7 +352,7 @@ fn emit_node(node: &Node<'_>, detail: Detail) -> Value {
         Kind::Object(obj) => emit_obj(obj, detail),
         Kind::Array(inner) => {
             let items = match &inner.kind {
-                Kind::Leaf(rule) => value_schema(element_type(rule), rule, detail),
+                Kind::Leaf(rule) => value_schema(rule.element_type(), rule, detail),
                 _ => emit_node(inner, detail),
             };
             json!({"type": "array", "items": items})
@@ -373,29 +367,9 @@ fn emit_node(node: &Node<'_>, detail: Detail) -> Value {
     }
 }
 
-/// The element type of a path ending in `[*]`.
-pub fn element_type(rule: &FieldRule) -> FieldType {
-    match rule.ty {
-        FieldType::Array => rule.items.unwrap_or(FieldType::String),
-        ty => ty,
-    }
-}
-
-/// The innermost value type of a rule: what `format`, `enum` and `additionalProperties` describe.
-pub fn value_type(rule: &FieldRule, path: &FieldPath) -> FieldType {
-    if path.is_array_leaf() {
-        element_type(rule)
-    } else {
-        match rule.ty {
-            FieldType::Array => rule.items.unwrap_or(FieldType::String),
-            ty => ty,
-        }
-    }
-}
-
 fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail) -> Value {
     let mut map = Map::new();
-    map.insert("type".into(), type_name(ty).into());
+    map.insert("type".into(), ty.name().into());
     if ty == FieldType::Array {
         // Only reachable when `items = "array"`, which validation refuses; stay well-formed.
         map.insert("items".into(), json!({"type": "string"}));
@@ -417,18 +391,6 @@ fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail) -> Value {
         }
     }
     Value::Object(map)
-}
-
-/// The JSON Schema name of a field type.
-pub fn type_name(ty: FieldType) -> &'static str {
-    match ty {
-        FieldType::String => "string",
-        FieldType::Integer => "integer",
-        FieldType::Number => "number",
-        FieldType::Boolean => "boolean",
-        FieldType::Object => "object",
-        FieldType::Array => "array",
-    }
 }
 
 /// Converts a TOML value to JSON. Datetimes become their RFC 3339 text; non-finite floats (which

@@ -13,12 +13,15 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use sha2::{Digest, Sha256};
 
-use super::discover;
-use super::model::{ClientApp, Config, Correlation, SchemaMode, ServerSettings, TenantAuth, Tool};
+use super::compile::validate;
+use super::meta_tool;
 use super::plan::ToolPlan;
 use super::prompt::effective_prompt;
 use super::schema::{self, ToolSchemas};
-use super::validate::{validate, Loc, Problem, Report};
+use crate::config::{
+    Assignment, ClientApp, Config, Correlation, Loc, Problem, Report, SchemaMode, ServerSettings,
+    TenantAuth, Tool,
+};
 
 /// One tool as the snapshot holds it, shared by every client that sees it.
 #[derive(Debug)]
@@ -286,7 +289,7 @@ impl Snapshot {
             let auth = Arc::new(tenant.auth.clone());
             let mut clients = HashMap::with_capacity(tenant.clients.len());
             for app in &tenant.clients {
-                let mut assigned: Vec<(usize, &super::model::Assignment)> = tenant
+                let mut assigned: Vec<(usize, &Assignment)> = tenant
                     .assignments
                     .iter()
                     .filter(|a| a.client == app.id)
@@ -523,13 +526,13 @@ fn client_view(
     let mut meta_pending = needs_discovery;
     for tool in &tools {
         if meta_pending && &*tool.name > schema::DISCOVER_TOOL_NAME {
-            list_entries.push(discover::meta_tool_entry());
+            list_entries.push(meta_tool::entry());
             meta_pending = false;
         }
         list_entries.push(tool.list_entry.clone());
     }
     if meta_pending {
-        list_entries.push(discover::meta_tool_entry());
+        list_entries.push(meta_tool::entry());
     }
     let list_len = 2
         + list_entries.iter().map(Bytes::len).sum::<usize>()
@@ -582,7 +585,7 @@ mod tests {
     use super::*;
 
     fn snapshot(text: &str) -> Snapshot {
-        let config = super::super::load::parse(text, "t").unwrap();
+        let config = crate::config::parse(text, "t").unwrap();
         Snapshot::build(&config, 1, None).unwrap()
     }
 
@@ -656,7 +659,7 @@ toolset = "s"
 
     #[test]
     fn schema_versions_carry_over_unchanged_tools() {
-        let config = super::super::load::parse(TEXT, "t").unwrap();
+        let config = crate::config::parse(TEXT, "t").unwrap();
         let first = Snapshot::build(&config, 1, None).unwrap();
         let changed = TEXT.replacen(
             "name = \"zeta\"",
@@ -669,7 +672,7 @@ toolset = "s"
             &format!("{alpha}\n[[tenant.toolset.tool.input]]\nsource = \"q\"\nexposed = \"q\""),
             1,
         );
-        let config = super::super::load::parse(&changed, "t").unwrap();
+        let config = crate::config::parse(&changed, "t").unwrap();
         let second = Snapshot::build(&config, 2, Some(&first)).unwrap();
         assert_eq!(second.tool("a", "c1", "zeta").unwrap().schema_version, 1);
         assert_eq!(second.tool("a", "c1", "alpha").unwrap().schema_version, 2);

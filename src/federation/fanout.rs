@@ -24,7 +24,7 @@ use super::provider::{page_url, ProviderClient, ProviderError, ProviderVersion};
 use super::record::{FederatedRecord, SourceMapping};
 use super::result::{rfc3339_utc, FederatedOutcome, SourceFailure, SourceObservation};
 use super::{FederationConfig, LimitReason, SourceErrorCode};
-use crate::catalog::model::{FederatedDownstream, Source};
+use crate::config::{FederatedDownstream, Source};
 
 /// What a source read tells the loop, in its own order.
 enum Message {

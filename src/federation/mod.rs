@@ -51,7 +51,7 @@ pub use provider::{page_url, ProviderClient, ProviderError};
 pub use record::{FederatedRecord, IdentityMatch, MatchRule, Provenance};
 pub use result::{rfc3339_utc, FederatedOutcome, SourceFailure, SourceObservation};
 
-use crate::catalog::model::FederatedDownstream;
+use crate::config::FederatedDownstream;
 
 /// The extension's name, as advertised under `capabilities.experimental`.
 pub const EXTENSION: &str = "bos/source-results/v1";

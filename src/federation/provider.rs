@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use super::{LimitReason, SourceErrorCode};
-use crate::catalog::model::Source;
+use crate::config::Source;
 use crate::invoke::{AnswerBudget, AnswerReservation, OverBudget};
 
 /// How long establishing a provider connection may take; past it the source is

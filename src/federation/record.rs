@@ -12,7 +12,7 @@ use std::sync::Arc;
 use bytes::{BufMut, BytesMut};
 use serde_json::{Map, Value};
 
-use crate::catalog::model::Source;
+use crate::config::Source;
 
 /// One record of a federated read: a single provider record, or several merged by identity.
 #[derive(Debug, Clone, PartialEq)]
@@ -334,7 +334,7 @@ fn lookup<'v>(fields: &'v Map<String, Value>, path: &[String]) -> Option<&'v Val
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::model::SourceFields;
+    use crate::config::SourceFields;
     use serde_json::json;
 
     fn source(fields: SourceFields) -> Source {

@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 
 use super::*;
-use crate::catalog::model::{Source, SourceCredential, SourceFields};
+use crate::config::{Source, SourceCredential, SourceFields};
 
 // === test providers ===
 

@@ -25,8 +25,8 @@ use super::correlation::{CallContext, CorrelationPolicy};
 use super::error::{ArgumentProblem, InvokeError, ResponseProblem};
 use super::request::build_request;
 use super::translate::{translate_response, UnknownFields};
-use crate::catalog::model::ServerSettings;
 use crate::catalog::plan::ToolPlan;
+use crate::config::ServerSettings;
 
 /// Largest downstream response body read, in bytes. A larger body (by `Content-Length` or as it
 /// streams in) fails the call with `ResponseProblem::TooLarge` (502) and the rest is not read.

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::catalog::model::{Correlation, CorrelationStrategy};
+use crate::config::{Correlation, CorrelationStrategy};
 
 /// The request header a client sends its correlation id in.
 pub const CORRELATION_ID_HEADER: HeaderName = HeaderName::from_static("x-correlation-id");

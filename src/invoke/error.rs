@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::catalog::model::FieldType;
+use crate::config::FieldType;
 use crate::jsonrpc::echo;
 
 /// A boxed source error from the HTTP stack.

@@ -16,8 +16,8 @@ use simd_json::{BorrowedValue as Value, StaticNode};
 use super::correlation::{CallContext, CorrelationPolicy};
 use super::error::{ArgumentProblem, InvokeError};
 use super::translate::{write_root, UnknownFields, Walk, SCHEMA_DISCOVERY_FIELD};
-use crate::catalog::model::Location;
 use crate::catalog::plan::{ToolPlan, UrlPart};
+use crate::config::Location;
 
 /// Bytes left as they are in path segments and query components: RFC 3986 `unreserved`
 /// (`ALPHA / DIGIT / "-" / "." / "_" / "~"`). Everything else is percent-encoded, so a value
@@ -212,7 +212,7 @@ fn push_text(out: &mut String, value: &Value<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::model::{
+    use crate::config::{
         CorrelationStrategy, Downstream, FieldRule, FieldType, RestDownstream, Tool,
     };
 

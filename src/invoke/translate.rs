@@ -22,8 +22,8 @@ use simd_json::{BorrowedValue as Value, StaticNode};
 use smallvec::SmallVec;
 
 use super::error::{ArgumentProblem, InvokeError};
-use crate::catalog::model::{FieldType, Location};
 use crate::catalog::plan::{FromChild, FromNode, Step, ToChild, ToNode, Translation};
+use crate::config::{FieldType, Location};
 
 /// The member name that marks a lazily discovered schema.
 pub const SCHEMA_DISCOVERY_FIELD: &str = "_schema_discovery";
@@ -430,8 +430,8 @@ fn key_matches(key_json: &str, key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::model::{Downstream, FieldRule, RestDownstream, Tool};
     use crate::catalog::plan::ToolPlan;
+    use crate::config::{Downstream, FieldRule, RestDownstream, Tool};
 
     fn rule(source: &str, exposed: &str, ty: FieldType, required: bool) -> FieldRule {
         FieldRule {

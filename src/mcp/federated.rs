@@ -20,7 +20,7 @@ use bytes::Bytes;
 
 use super::{result, Dispatcher, Era, Reply, Scope, SOURCE_RESULTS_EXTENSION};
 use crate::audit::{CallType, Outcome, Record};
-use crate::catalog::model::Downstream;
+use crate::config::Downstream;
 use crate::catalog::CatalogTool;
 use crate::federation::{EventSink, NullSink};
 use crate::jsonrpc::Payload;

@@ -17,7 +17,7 @@ use super::federated::{self, FederatedCall};
 use super::result::{envelope, failure};
 use super::{params, Dispatcher, McpError, Reply, Scope};
 use crate::bos::{self, ArgsError, BosCall};
-use crate::catalog::model::Downstream;
+use crate::config::Downstream;
 use crate::invoke::CorrelationPolicy;
 use crate::jsonrpc::{echo, Payload};
 

@@ -117,7 +117,7 @@ mod tests {
             },
             Arc::new(Invoker::new(InvokerConfig::default())),
         );
-        let config = crate::catalog::load::parse("", "t").unwrap();
+        let config = crate::config::parse("", "t").unwrap();
         let snapshot = Snapshot::build(&config, 1, None).unwrap();
         let ctx = CallContext::new(None);
         let caller = crate::auth::Caller::anonymous("t".into(), "c".into());

@@ -28,7 +28,7 @@ use super::era::Cache;
 use super::page::{self, ListKind};
 use super::result::{failure, success};
 use super::{federated, json, params, Dispatcher, McpError, Reply, Scope};
-use crate::catalog::model::Downstream;
+use crate::config::Downstream;
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
 use crate::invoke::{CorrelationPolicy, ErrorClass};

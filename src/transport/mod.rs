@@ -31,8 +31,8 @@ use http::HeaderName;
 
 use crate::access::Access;
 use crate::audit::{Audit, CallType, Outcome, Record, Surface};
-pub use crate::catalog::model::PostFraming;
 use crate::catalog::Catalog;
+pub use crate::config::PostFraming;
 use crate::http::Drain;
 use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::Dispatcher;

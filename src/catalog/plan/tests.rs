@@ -1,6 +1,6 @@
 //! Unit tests of `plan.rs`.
 use super::*;
-use crate::catalog::model::{FieldRule, RestDownstream};
+use crate::config::{FieldRule, FieldType, Location, RestDownstream};
 
 fn rule(source: &str, exposed: &str, ty: FieldType, location: Location) -> FieldRule {
     FieldRule {

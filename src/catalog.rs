@@ -1,22 +1,23 @@
-//! The catalog: configuration model, validation, immutable snapshots, schemas, discovery.
+//! The catalog: immutable snapshots of a configuration, with schemas, plans and discovery.
 //!
-//! Loading: [`load::load`] reads `sluice.toml` into the [`model`]; [`validate::validate`] reports
-//! every problem with its location; [`snapshot::Snapshot::build`] resolves a valid configuration
-//! into what requests look up (visible tools, effective prompts, schemas, listing bytes, compiled
-//! plans). [`Catalog`] holds the current snapshot, swaps in a new one on [`Catalog::reload`], and
-//! announces which (tenant, client) listings changed. Does no IO beyond loading the configuration
-//! file; never computes anything per request.
+//! A [`crate::config::Config`] (loaded and overridden by `crate::config`) becomes a
+//! [`Snapshot`] in [`snapshot::Snapshot::build`]: [`compile::validate`] checks it (the file's
+//! meaning, plus what `schema.rs` and `plan.rs` find compiling each tool), then the snapshot
+//! resolves it into what requests look up (visible tools, effective prompts from `prompt.rs`,
+//! schemas, listing bytes with the `meta_tool.rs` entry, compiled plans). `discover.rs` answers
+//! `discover_tool_schema` from a snapshot; `check.rs` is `sluice check`. [`Catalog`] holds the
+//! current snapshot, swaps in a new one on [`Catalog::reload`], and announces which
+//! (tenant, client) listings changed. Does no IO beyond loading the configuration file (through
+//! [`crate::config::load`]), never reads the environment, never computes anything per request.
 
 pub mod check;
+pub mod compile;
 pub mod discover;
-pub mod load;
-pub mod model;
-pub mod path;
+pub mod meta_tool;
 pub mod plan;
 pub mod prompt;
 pub mod schema;
 pub mod snapshot;
-pub mod validate;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -25,9 +26,9 @@ use tokio::sync::broadcast;
 
 pub use check::check;
 pub use discover::{discover, DiscoverError, Discovery};
-pub use load::{load, LoadError};
 pub use snapshot::{CatalogTool, ClientKey, ClientView, Snapshot, ToolsetView};
-pub use validate::{Problem, Report};
+
+use crate::config::{self, Config, Loc, Problem, Report};
 
 /// How many change sets a slow subscriber may fall behind before it sees
 /// `RecvError::Lagged` (and should then treat every client as changed).
@@ -72,7 +73,7 @@ pub struct Catalog {
 impl Catalog {
     /// Loads, validates and resolves the file; version 1.
     pub fn load(path: &Path) -> Result<Catalog, Report> {
-        let config = load::load(path)?;
+        let config = config::load(path)?;
         let mut catalog = Catalog::from_config(&config)?;
         catalog.path = Some(path.to_owned());
         Ok(catalog)
@@ -80,7 +81,7 @@ impl Catalog {
 
     /// A catalog over an in-memory configuration (tests, benches); [`reload`](Self::reload) is
     /// not available, [`replace`](Self::replace) is.
-    pub fn from_config(config: &model::Config) -> Result<Catalog, Report> {
+    pub fn from_config(config: &Config) -> Result<Catalog, Report> {
         let snapshot = Snapshot::build(config, 1, None)?;
         let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
         Ok(Catalog {
@@ -107,17 +108,17 @@ impl Catalog {
         let Some(path) = &self.path else {
             return Err(Report {
                 problems: vec![Problem {
-                    loc: validate::Loc::root(),
+                    loc: Loc::root(),
                     message: "this catalog was not loaded from a file".to_owned(),
                 }],
             });
         };
-        let config = load::load(path)?;
+        let config = config::load(path)?;
         self.replace(&config)
     }
 
     /// Swaps in a snapshot of `config` (validated first). On any problem nothing changes.
-    pub fn replace(&self, config: &model::Config) -> Result<ReloadOutcome, Report> {
+    pub fn replace(&self, config: &Config) -> Result<ReloadOutcome, Report> {
         let _reloading = self
             .reloading
             .lock()

@@ -9,7 +9,7 @@ pub mod providers;
 pub use api::serve_api;
 
 /// The demo configuration; `{api}` is replaced by the demo API's base URL at start.
-pub const CONFIG_TEMPLATE: &str = include_str!("sluice.demo.toml");
+pub const CONFIG_TEMPLATE: &str = include_str!("demo/sluice.demo.toml");
 
 /// The demo configuration with the demo API's base URL filled in.
 pub fn config_text(api_base: &str) -> String {
@@ -98,8 +98,7 @@ mod tests {
     #[test]
     fn demo_config_parses_with_the_model() {
         let text = super::config_text("http://127.0.0.1:1");
-        let config: crate::catalog::model::Config =
-            toml::from_str(&text).expect("demo config parses");
+        let config: crate::config::Config = toml::from_str(&text).expect("demo config parses");
         assert_eq!(config.tenants.len(), 1);
         assert_eq!(config.tenants[0].toolsets[0].tools.len(), 4);
         assert!(!text.contains("{api}"));

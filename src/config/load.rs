@@ -1,13 +1,14 @@
-//! Loading `sluice.toml`: read the file (bounded), parse the TOML into the [`model`](super::model).
+//! Reading `sluice.toml`: read the file (bounded), parse the TOML into a [`Config`].
 //!
-//! Owns file IO and syntax errors (with line and column). Must not check meaning: that is
-//! `validate`, which reports every problem with its location.
+//! Owns file IO and syntax errors (with line and column). Must not check meaning (that is
+//! `validate.rs`, which reports every problem with its location) or read the environment (that
+//! is `env.rs`; [`super::load`] applies both).
 
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::model::Config;
+use super::Config;
 
 /// Largest configuration file read, in bytes. A larger file is refused with
 /// [`LoadError::TooLarge`] before it is parsed.
@@ -69,8 +70,8 @@ impl fmt::Display for SyntaxError {
     }
 }
 
-/// Reads and parses a configuration file.
-pub fn load(path: &Path) -> Result<Config, LoadError> {
+/// Reads and parses a configuration file, as written (no environment overrides).
+pub(super) fn read(path: &Path) -> Result<Config, LoadError> {
     let text = read_bounded(path, MAX_CONFIG_BYTES)?;
     parse(&text, &path.display().to_string()).map_err(LoadError::Syntax)
 }

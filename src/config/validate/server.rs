@@ -1,0 +1,111 @@
+//! `[server]` checks: the public URL, the `Host` allowlist, the audit sink, queue and session
+//! caps, and the limits that would stop every request if zero.
+//!
+//! Owns those checks. Must not look at tenants (their secrets' presence is `tenant.rs` and
+//! `client.rs`'s to check) or at `[cluster]` (`cluster.rs`).
+
+use super::{Loc, Report};
+use crate::config::{AuditSink, ServerSettings};
+
+/// The public URL, the allowlists, the audit sink and queue, the stream queues, the caller
+/// session cap.
+pub(super) fn check(report: &mut Report, server: &ServerSettings) {
+    if let Some(url) = &server.public_url {
+        let ok = url.parse::<http::Uri>().is_ok_and(|uri| {
+            matches!(uri.scheme_str(), Some("http" | "https"))
+                && uri.host().is_some()
+                && matches!(uri.path(), "" | "/")
+                && uri.query().is_none()
+        });
+        if !ok {
+            report.push(
+                &Loc::root().with("server", "public_url"),
+                format!("public_url '{url}' must be scheme://host[:port] with no path"),
+            );
+        }
+    }
+    let hosts = &server.allowed_hosts;
+    if hosts.iter().any(|entry| entry == "*") && hosts.len() > 1 {
+        report.push(
+            &Loc::root().with("server", "allowed_hosts"),
+            "allowed_hosts = [\"*\"] serves any Host: list nothing else with it".to_owned(),
+        );
+    }
+    for entry in hosts.iter().filter(|entry| *entry != "*") {
+        if let Err(err) = crate::http::guard::HostPattern::parse(entry) {
+            report.push(
+                &Loc::root().with("server", "allowed_hosts"),
+                err.to_string(),
+            );
+        }
+    }
+    if server.audit.sink == AuditSink::File && server.audit.path.is_none() {
+        report.push(
+            &Loc::root().with("server", "audit"),
+            "sink = \"file\" needs a path",
+        );
+    }
+    if server.stream_queue_messages == 0 || server.stream_queue_bytes == 0 {
+        report.push(
+            &Loc::root().with("server", "stream_queue"),
+            "stream_queue_messages and stream_queue_bytes must be at least 1",
+        );
+    }
+    if server.audit.queue == 0 {
+        report.push(
+            &Loc::root().with("server", "audit"),
+            "queue must be at least 1",
+        );
+    }
+    if let Some(per_caller) = server.max_sessions_per_caller {
+        if per_caller > server.max_sessions_per_tenant {
+            report.push(
+                &Loc::root().with("server", "max_sessions_per_caller"),
+                format!(
+                    "max_sessions_per_caller ({per_caller}) must not exceed \
+                     max_sessions_per_tenant ({})",
+                    server.max_sessions_per_tenant
+                ),
+            );
+        }
+    }
+}
+
+/// The limits a zero would turn into "refuse everything": federated read limits and connection
+/// timeouts.
+pub(super) fn check_limits(report: &mut Report, server: &ServerSettings) {
+    check_federated_limits(report, server);
+    check_connection_timeouts(report, server);
+}
+
+/// Federated read limits: 0 would end every read before its first page.
+fn check_federated_limits(report: &mut Report, server: &ServerSettings) {
+    if server.federated_max_pages == 0 {
+        report.push(
+            &Loc::root().with("server", "federated_max_pages"),
+            "federated_max_pages must be at least 1",
+        );
+    }
+    if server.federated_max_records == 0 {
+        report.push(
+            &Loc::root().with("server", "federated_max_records"),
+            "federated_max_records must be at least 1",
+        );
+    }
+}
+
+/// A zero connection timeout would close every connection at once.
+fn check_connection_timeouts(report: &mut Report, server: &ServerSettings) {
+    for (name, secs) in [
+        ("header_read_timeout_secs", server.header_read_timeout_secs),
+        ("idle_connection_secs", server.idle_connection_secs),
+        ("body_read_timeout_secs", server.body_read_timeout_secs),
+    ] {
+        if secs == 0 {
+            report.push(
+                &Loc::root().with("server", name),
+                "must be at least 1 (0 would close every connection at once)",
+            );
+        }
+    }
+}

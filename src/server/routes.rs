@@ -1,0 +1,315 @@
+//! Routes: one request from the route table to the surface that answers it.
+//!
+//! Owns [`handle`] (test routes, route table, contract page, CORS decoration, the
+//! `X-External-Correlation-Id` echo, request metrics), the dispatch of each [`Route`] to its
+//! surface behind the gate ([`admit`]), `/readyz`, `/metrics` (refreshing the gauges counted
+//! elsewhere) and the test-only routes. Must not implement a surface: each arm calls into
+//! `transport`, `rest`, `access` or `admin`.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use tokio::sync::mpsc;
+
+use super::{State, TestHooks};
+use crate::access::{Admitted, Endpoint};
+use crate::admin;
+use crate::http::cors::{self, Policy};
+use crate::http::response::{self, Body};
+use crate::http::router::{self, Route};
+use crate::http::Error;
+use crate::invoke::correlation::external_from_headers;
+use crate::invoke::EXTERNAL_CORRELATION_ID_HEADER;
+use crate::log_limit::{warn_limited, Kind};
+use crate::metrics::{MethodLabel, RouteLabel};
+use crate::transport::{legacy_sse, streamable};
+
+/// Answers one request: the test routes, the route table, the gate and the surface, then the
+/// CORS headers, the external correlation id echo and the request metrics.
+pub(super) async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
+    let started = Instant::now();
+    let (parts, body) = req.into_parts();
+    if let Some(hooks) = &state.test_hooks {
+        if let Some(response) = test_route(hooks, state, parts.uri.path()).await {
+            return response;
+        }
+    }
+    let route = match router::route(&parts.method, parts.uri.path()) {
+        Ok(route) => route,
+        Err(_)
+            if parts.method == http::Method::GET
+                && state.contract_path.as_deref() == Some(parts.uri.path()) =>
+        {
+            let mut response = response::json(
+                StatusCode::OK,
+                Bytes::from_static(crate::federation::CONTRACT_PAGE.as_bytes()),
+            );
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("text/markdown; charset=utf-8"),
+            );
+            observe(state, RouteLabel::Other, &parts, &response, started);
+            return response;
+        }
+        Err(err) => {
+            let response = Error::from(err).into_response();
+            observe(state, RouteLabel::NotFound, &parts, &response, started);
+            return response;
+        }
+    };
+    let (label, cors_policy) = describe(&route);
+    let mut response = answer(state, &parts, body, route)
+        .await
+        .unwrap_or_else(Error::into_response);
+    if matches!(label, RouteLabel::Mcp | RouteLabel::LegacyMessages) {
+        // "Echoes the accepted value back on X-External-Correlation-Id" (the REST surface does
+        // the same in `rest`); a value that fails the acceptance rules is not echoed.
+        if let Some(external) = external_from_headers(&parts.headers) {
+            response.headers_mut().insert(
+                EXTERNAL_CORRELATION_ID_HEADER,
+                external.header_value().clone(),
+            );
+        }
+    }
+    if let Some(policy) = cors_policy {
+        cors::decorate(
+            &mut response,
+            accepted_origin(state, &parts, policy),
+            policy,
+        );
+    }
+    observe(state, label, &parts, &response, started);
+    response
+}
+
+/// The surface's answer to a routed request. Tenant-scoped routes pass the gate first
+/// ([`admit`]); an error is answered by [`Error::into_response`] in [`handle`].
+async fn answer(
+    state: &State,
+    parts: &http::request::Parts,
+    body: Incoming,
+    route: Route<'_>,
+) -> Result<Response<Body>, Error> {
+    match route {
+        Route::Mcp(target) => {
+            let admitted = admit(state, parts, &target, Endpoint::Mcp).await?;
+            streamable::handle(&state.mcp, parts, body, &target, admitted).await
+        }
+        Route::LegacySse(target) => {
+            let admitted = admit(state, parts, &target, Endpoint::LegacySse).await?;
+            legacy_sse::open(&state.mcp, parts, &target, &admitted.caller).await
+        }
+        Route::LegacyMessages(target) => {
+            let admitted = admit(state, parts, &target, Endpoint::LegacySse).await?;
+            legacy_sse::post(&state.mcp, parts, body, &target, admitted).await
+        }
+        Route::RestTools(target) => {
+            let admitted = admit(state, parts, &target, Endpoint::Rest).await?;
+            state.rest.list_tools(parts, &target, &admitted).await
+        }
+        Route::RestCall(target, name) => {
+            let admitted = admit(state, parts, &target, Endpoint::Rest).await?;
+            state
+                .rest
+                .call_tool(parts, body, &target, &name, admitted)
+                .await
+        }
+        Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
+        Route::Readyz => readyz(state).await,
+        Route::BosPlatform => {
+            let (admitted, owner) = state
+                .access
+                .admit_platform(parts, state.catalog.current())
+                .await?;
+            let target = crate::http::Target {
+                tenant: std::borrow::Cow::Owned(owner.tenant.to_string()),
+                client: std::borrow::Cow::Owned(owner.client.to_string()),
+            };
+            streamable::handle(&state.mcp, parts, body, &target, admitted).await
+        }
+        Route::ProtectedResource(path) => state
+            .access
+            .protected_resource(&state.catalog.current(), path)
+            .map(|document| {
+                let mut answer = response::json(StatusCode::OK, document);
+                answer.headers_mut().insert(
+                    http::header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=300"),
+                );
+                answer
+            }),
+        Route::Metrics => {
+            refresh_gauges(state).await;
+            let mut answer = response::json(StatusCode::OK, Bytes::from(state.metrics.render()));
+            answer.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+            );
+            Ok(answer)
+        }
+        Route::AdminReload => {
+            admin::reload(&state.rest.catalog, state.admin_token.as_deref(), parts).await
+        }
+        Route::Preflight { allow, public } => {
+            let policy = if public {
+                Policy::Public
+            } else {
+                Policy::Protected
+            };
+            let guard = state.access.guard();
+            let host = match policy {
+                Policy::Protected => guard.check_host(&parts.headers, &parts.uri, parts.version),
+                Policy::Public => Ok(()),
+            };
+            host.and_then(|()| cors::preflight(&parts.headers, guard, policy, allow))
+        }
+    }
+}
+
+/// `/readyz`: unready while draining, and when a shared session store or backplane does not
+/// answer (nothing to check for the process-local ones).
+async fn readyz(state: &State) -> Result<Response<Body>, Error> {
+    if state.drain.is_draining() {
+        return Err(Error::Unavailable("draining".into()));
+    }
+    match state.mcp.sessions.ping().await {
+        // The backplane has connections of its own: its commands must work too.
+        Ok(()) if state.mcp.bus.ping().await.is_err() => {
+            warn_limited!("", Kind::NotReady, "not ready: backplane unreachable");
+            Err(Error::Unavailable("backplane unreachable".into()))
+        }
+        // Commands work again after a Redis restart before the subscriptions are renewed;
+        // until they are, messages routed to this instance would be lost.
+        Ok(()) if !state.mcp.bus.is_ready() => {
+            warn_limited!(
+                "",
+                Kind::NotSubscribed,
+                "not ready: backplane subscriptions not established"
+            );
+            Err(Error::Unavailable(
+                "backplane subscriptions not established".into(),
+            ))
+        }
+        Ok(()) => Ok(response::text(StatusCode::OK, "ready")),
+        Err(err) => {
+            // Probes come every few seconds from every balancer: one line per interval.
+            warn_limited!("", Kind::NotReady, %err, "not ready: session store unreachable");
+            Err(Error::Unavailable("session store unreachable".into()))
+        }
+    }
+}
+
+/// Reads the values counted elsewhere into the registry before a scrape: live sessions per tenant
+/// (the session store's counts), live streams per tenant (the stream registry), and the SSE
+/// totals of finished bodies.
+async fn refresh_gauges(state: &State) {
+    use std::sync::atomic::Ordering::Relaxed;
+    if let Ok(counts) = state.mcp.sessions.counts().await {
+        state.metrics.set_sessions(&counts);
+    }
+    state
+        .metrics
+        .set_streams(&state.mcp.streams.live_by_tenant());
+    let frames = response::SSE_FRAMES.load(Relaxed);
+    let bytes = response::SSE_BYTES.load(Relaxed);
+    let (seen_frames, seen_bytes) = {
+        let mut seen = match state.sse_seen.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        std::mem::replace(&mut *seen, (frames, bytes))
+    };
+    state.metrics.add_sse(
+        frames.saturating_sub(seen_frames),
+        bytes.saturating_sub(seen_bytes),
+    );
+}
+
+/// Runs the gate ([`Access::admit`]) on the current snapshot.
+async fn admit(
+    state: &State,
+    parts: &http::request::Parts,
+    target: &crate::http::Target<'_>,
+    endpoint: Endpoint,
+) -> Result<Admitted, Error> {
+    state
+        .access
+        .admit(parts, target, endpoint, state.catalog.current())
+        .await
+}
+
+/// The metrics label and CORS policy of a route.
+fn describe(route: &Route<'_>) -> (RouteLabel, Option<Policy>) {
+    match route {
+        Route::Mcp(_) => (RouteLabel::Mcp, Some(Policy::Protected)),
+        Route::LegacySse(_) => (RouteLabel::LegacySse, Some(Policy::Protected)),
+        Route::LegacyMessages(_) => (RouteLabel::LegacyMessages, Some(Policy::Protected)),
+        Route::RestTools(_) => (RouteLabel::RestTools, Some(Policy::Protected)),
+        Route::RestCall(..) => (RouteLabel::RestCall, Some(Policy::Protected)),
+        Route::BosPlatform => (RouteLabel::BosPlatform, Some(Policy::Protected)),
+        Route::ProtectedResource(_) => (RouteLabel::ProtectedResource, Some(Policy::Public)),
+        Route::Healthz => (RouteLabel::Healthz, None),
+        Route::Readyz => (RouteLabel::Readyz, None),
+        Route::Metrics => (RouteLabel::Metrics, None),
+        Route::AdminReload => (RouteLabel::AdminReload, None),
+        // The preflight answer sets its own CORS headers.
+        Route::Preflight { .. } => (RouteLabel::Other, None),
+    }
+}
+
+/// The request's `Origin` when CORS headers may echo it: any origin on public routes, an origin
+/// the guard accepts on protected ones.
+fn accepted_origin(
+    state: &State,
+    parts: &http::request::Parts,
+    policy: Policy,
+) -> Option<HeaderValue> {
+    let origin = parts.headers.get(http::header::ORIGIN)?;
+    match policy {
+        Policy::Public => Some(origin.clone()),
+        Policy::Protected => state
+            .access
+            .guard()
+            .check_origin(&parts.headers)
+            .ok()
+            .map(|()| origin.clone()),
+    }
+}
+
+fn observe(
+    state: &State,
+    label: RouteLabel,
+    parts: &http::request::Parts,
+    response: &Response<Body>,
+    started: Instant,
+) {
+    state.metrics.observe_request(
+        label,
+        MethodLabel::from(&parts.method),
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+}
+
+async fn test_route(hooks: &TestHooks, state: &State, path: &str) -> Option<Response<Body>> {
+    match path {
+        "/__test/hold" => {
+            hooks.entered.notify_one();
+            hooks.release.notified().await;
+            Some(response::text(StatusCode::OK, "released"))
+        }
+        "/__test/stream" => {
+            let (tx, rx) = mpsc::channel(1);
+            let first = Bytes::from_static(b"event: message\ndata: first\n\n");
+            if tx.try_send(first).is_err() {
+                return Some(Error::Internal.into_response());
+            }
+            // The producer stays alive until the body closes the channel (on drain).
+            tokio::spawn(async move { tx.closed().await });
+            Some(response::event_stream(Body::stream(rx, &state.drain)))
+        }
+        _ => None,
+    }
+}
