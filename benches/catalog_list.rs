@@ -10,7 +10,8 @@ use std::hint::black_box;
 
 use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use sluice::catalog::{model::Config, schema, Catalog};
+use sluice::catalog::{schema, Catalog};
+use sluice::config::Config;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -35,7 +35,7 @@ use http::header::{ACCEPT, CONTENT_TYPE, HOST};
 use http::{HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use sluice::catalog::{self, Catalog};
+use sluice::catalog::Catalog;
 use sluice::session::{RedisConfig, SessionId};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
@@ -131,7 +131,7 @@ fn start_servers(server_rt: &Runtime, api_rt: &Runtime, redis: &RedisConfig) -> 
     let api_base = format!("http://{}", api.local_addr().expect("api addr"));
     api_rt.spawn(sluice::demo::serve_api(api, std::future::pending()));
     let text = sluice::demo::config_text(&api_base);
-    let config = catalog::load::parse(&text, "demo").expect("demo config parses");
+    let config = sluice::config::parse(&text, "demo").expect("demo config parses");
     let bind = |cluster: Option<RedisConfig>| {
         let catalog = Arc::new(Catalog::from_config(&config).expect("demo config is valid"));
         let mut serve_config = sluice::ServeConfig::from_catalog(catalog);

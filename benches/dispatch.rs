@@ -15,7 +15,8 @@ use std::task::{Context, Poll, Waker};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::{json, Value};
-use sluice::catalog::{model::Config, Snapshot};
+use sluice::catalog::Snapshot;
+use sluice::config::Config;
 use sluice::invoke::{CallContext, Invoker, InvokerConfig};
 use sluice::jsonrpc::{self, Message};
 use sluice::mcp::{Dispatcher, DispatcherConfig, Era, Reply, Scope};

@@ -41,7 +41,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use sluice::catalog::{self, Catalog};
+use sluice::catalog::Catalog;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::sync::{oneshot, watch, Barrier};
@@ -351,7 +351,7 @@ fn start_servers(server_rt: &Runtime, api_rt: &Runtime) -> (Addrs, oneshot::Send
     api_rt.spawn(sluice::demo::serve_api(api, stop.clone()));
 
     let text = sluice::demo::config_text(&api_base);
-    let config = catalog::load::parse(&text, "demo").expect("demo config parses");
+    let config = sluice::config::parse(&text, "demo").expect("demo config parses");
     let catalog = Arc::new(Catalog::from_config(&config).expect("demo config is valid"));
     let serve_config = sluice::ServeConfig::from_catalog(catalog);
 

@@ -23,7 +23,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use sluice::catalog::model::{FederatedDownstream, Source, SourceFields};
+use sluice::config::{FederatedDownstream, Source, SourceFields};
 use sluice::federation::{
     merge_records, EventSink, FederatedRecord, Federation, FederationConfig, Provenance,
     SinkClosed, SourceEvent,

@@ -11,9 +11,9 @@ use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use http_body_util::BodyExt;
 use serde_json::{Map, Value};
-use sluice::catalog::model::Tool;
-use sluice::catalog::path::{FieldPath, Segment};
 use sluice::catalog::plan::ToolPlan;
+use sluice::config::Tool;
+use sluice::config::{FieldPath, Segment};
 use sluice::invoke::client::ResponseBody;
 use sluice::invoke::{CallContext, CorrelationPolicy, Invoker, InvokerConfig};
 

@@ -52,7 +52,7 @@ use hyper_util::rt::TokioIo;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sluice::catalog::{self, Catalog};
+use sluice::catalog::Catalog;
 use sluice::sse::Decoder;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
@@ -462,7 +462,7 @@ fn start_servers(
         tool_config(settings, providers_addr, "people", false),
         tool_config(settings, providers_addr, "people_slow", true),
     );
-    let config = catalog::load::parse(&text, "source_results").expect("bench config parses");
+    let config = sluice::config::parse(&text, "source_results").expect("bench config parses");
     let catalog = Arc::new(Catalog::from_config(&config).expect("bench config is valid"));
     let mut serve_config = sluice::ServeConfig::from_catalog(catalog);
     // The "json" scenarios compare against one JSON body (the framing the baseline measures).

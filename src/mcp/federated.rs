@@ -20,8 +20,8 @@ use bytes::Bytes;
 
 use super::{result, Dispatcher, Era, Reply, Scope, SOURCE_RESULTS_EXTENSION};
 use crate::audit::{CallType, Outcome, Record};
-use crate::config::Downstream;
 use crate::catalog::CatalogTool;
+use crate::config::Downstream;
 use crate::federation::{EventSink, NullSink};
 use crate::jsonrpc::Payload;
 

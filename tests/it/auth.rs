@@ -508,7 +508,7 @@ async fn api_keys_rotate_by_reload() {
     }
     // The operator removes the old key and reloads: it stops working at once, the new one goes on.
     let text = config_text(s.downstream, s.dir.path(), &s.keys, false);
-    let config = sluice::catalog::load::parse(&text, "test").expect("parses");
+    let config = sluice::config::parse(&text, "test").expect("parses");
     s.catalog.replace(&config).expect("reload");
     post(
         s.addr,

@@ -76,7 +76,7 @@ fn the_readme_configuration_example_is_valid() {
         .and_then(|rest| rest.split("```toml").nth(1))
         .and_then(|rest| rest.split("```").next())
         .expect("README has the configuration example");
-    let config = sluice::catalog::load::parse(example, "README.md").expect("it parses");
+    let config = sluice::config::parse(example, "README.md").expect("it parses");
     let catalog = sluice::catalog::Catalog::from_config(&config);
     assert!(
         catalog.is_ok(),

@@ -155,7 +155,7 @@ async fn one_caller_cannot_fill_the_tenant_and_each_refusal_names_its_cap() {
 fn a_caller_cap_above_the_tenant_cap_is_refused_at_load() {
     let text = "[server]\nmax_sessions_per_tenant = 5\nmax_sessions_per_caller = 6\n\
                 [[tenant]]\nid = \"t\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"c\"\n";
-    let config = sluice::catalog::load::parse(text, "test").expect("parses");
+    let config = sluice::config::parse(text, "test").expect("parses");
     let Err(report) = Catalog::from_config(&config) else {
         panic!("a caller cap above the tenant cap was accepted");
     };

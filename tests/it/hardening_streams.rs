@@ -113,8 +113,8 @@ downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" 
     text
 }
 
-fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::catalog::model::Config {
-    sluice::catalog::load::parse(&config_text(downstream, "", extra_tool), "test").expect("parses")
+fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::config::Config {
+    sluice::config::parse(&config_text(downstream, "", extra_tool), "test").expect("parses")
 }
 
 /// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped.

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
-use sluice::catalog::model::{CorrelationStrategy, Tool};
 use sluice::catalog::plan::ToolPlan;
+use sluice::config::{CorrelationStrategy, Tool};
 use sluice::invoke::{
     CallContext, CorrelationPolicy, ErrorClass, InvokeError, Invoker, InvokerConfig,
     CORRELATION_ID_HEADER,

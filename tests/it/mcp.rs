@@ -163,8 +163,7 @@ struct Fixture {
 
 async fn fixture(page_size: usize) -> Fixture {
     let addr = downstream().await;
-    let config =
-        sluice::catalog::load::parse(&config_text(&format!("http://{addr}")), "t").unwrap();
+    let config = sluice::config::parse(&config_text(&format!("http://{addr}")), "t").unwrap();
     let snapshot = Snapshot::build(&config, 1, None).unwrap();
     let dispatcher = Dispatcher::new(
         DispatcherConfig {

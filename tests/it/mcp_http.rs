@@ -97,8 +97,8 @@ toolset = "base"
     text
 }
 
-fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::catalog::model::Config {
-    sluice::catalog::load::parse(&config_text(downstream, extra_tool), "test").expect("parses")
+fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::config::Config {
+    sluice::config::parse(&config_text(downstream, extra_tool), "test").expect("parses")
 }
 
 /// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped.
@@ -958,7 +958,7 @@ async fn a_prompt_change_pushes_prompts_and_resources_list_changed_only() {
 
     // Only the toolset prompt changes: the tool listing stays the same.
     let text = config_text(sluice.downstream.addr, false).replace("Be brief.", "Be very brief.");
-    let config = sluice::catalog::load::parse(&text, "test").expect("parses");
+    let config = sluice::config::parse(&text, "test").expect("parses");
     let outcome = sluice.catalog.replace(&config).expect("reload");
     assert!(
         outcome.changed.is_empty(),

@@ -452,8 +452,8 @@ async fn requests_during_reloads_see_a_whole_catalog() {
     let url = format!("http://{}/echo", down.addr);
     let old = one_tool_config(&url, "none", 1000);
     let new = old.replace("name = \"echo\"", "name = \"other\"");
-    let old_config = sluice::catalog::load::parse(&old, "old").unwrap();
-    let new_config = sluice::catalog::load::parse(&new, "new").unwrap();
+    let old_config = sluice::config::parse(&old, "old").unwrap();
+    let new_config = sluice::config::parse(&new, "new").unwrap();
     let catalog = Arc::new(Catalog::from_config(&old_config).unwrap());
     let sluice = Arc::new(TestServer::catalog(Arc::clone(&catalog)).start().await);
 

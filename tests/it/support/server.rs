@@ -45,7 +45,7 @@ pub struct ServerBuilder {
 
 /// Parses a catalog text; panics with the problem when it is not valid.
 fn catalog(text: &str) -> Arc<Catalog> {
-    let config = sluice::catalog::load::parse(text, "test").expect("config parses");
+    let config = sluice::config::parse(text, "test").expect("config parses");
     Arc::new(Catalog::from_config(&config).expect("config is valid"))
 }
 
@@ -193,7 +193,7 @@ pub async fn demo() -> TestServer {
     let api = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", api.local_addr().expect("addr"));
     tokio::spawn(sluice::demo::serve_api(api, std::future::pending()));
-    let config = sluice::catalog::load::parse(&sluice::demo::config_text(&base), "demo")
+    let config = sluice::config::parse(&sluice::demo::config_text(&base), "demo")
         .expect("the demo configuration parses");
     let catalog = Arc::new(Catalog::from_config(&config).expect("the demo configuration is valid"));
     TestServer::catalog(catalog).start().await

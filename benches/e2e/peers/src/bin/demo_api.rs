@@ -110,7 +110,7 @@ fn config(base: &str, listen: SocketAddr, json: bool) -> anyhow::Result<String> 
     }
     anyhow::ensure!(done, "the demo configuration has no [server] table");
     // The result must still be a configuration sluice accepts.
-    let parsed = sluice::catalog::load::parse(&out, "e2e")
+    let parsed = sluice::config::parse(&out, "e2e")
         .map_err(|err| anyhow::anyhow!("the generated configuration: {err}"))?;
     sluice::catalog::Catalog::from_config(&parsed)
         .map_err(|report| anyhow::anyhow!("the generated configuration is invalid:\n{report}"))?;
@@ -132,17 +132,17 @@ mod tests {
         let listen: std::net::SocketAddr = "127.0.0.1:4567".parse().expect("an address");
         let text =
             super::config("http://127.0.0.1:9", listen, false).expect("a valid configuration");
-        let parsed = sluice::catalog::load::parse(&text, "test").expect("parses");
+        let parsed = sluice::config::parse(&text, "test").expect("parses");
         let server = &parsed.server;
         assert_eq!(server.listen, "127.0.0.1:4567");
         assert_eq!(server.max_sessions_per_tenant, 50_000);
         assert_eq!(server.max_connections, 50_000);
-        assert_eq!(server.post_framing, sluice::catalog::model::PostFraming::Sse);
+        assert_eq!(server.post_framing, sluice::config::PostFraming::Sse);
         assert_eq!(server.log.level, "warn");
         assert!(text.contains("http://127.0.0.1:9/crm/customers/"));
         assert_eq!(text.matches("listen =").count(), 1);
         let json = super::config("http://127.0.0.1:9", listen, true).expect("valid");
-        let parsed = sluice::catalog::load::parse(&json, "test").expect("parses");
-        assert_eq!(parsed.server.post_framing, sluice::catalog::model::PostFraming::Json);
+        let parsed = sluice::config::parse(&json, "test").expect("parses");
+        assert_eq!(parsed.server.post_framing, sluice::config::PostFraming::Json);
     }
 }
