@@ -5,7 +5,10 @@
 //!
 //! - [`sse`]: the Server-Sent Events codec (encoder on pooled buffers, incremental decoder).
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages parsed in place with simd-json, written into pooled buffers.
-//! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, the error→status map.
+//! - [`protocol`]: the MCP protocol versions and eras as a type (a leaf: imports nothing).
+//! - [`rescue`]: the one table from a failure to its HTTP status and JSON-RPC code, the MCP and
+//!   server error codes, the one error writer.
+//! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, error responses.
 //! - [`catalog`]: configuration, validation, immutable per-tenant snapshots, schema generation.
 //! - [`invoke`]: downstream calls with exposed↔source field translation and correlation.
 //! - [`mcp`]: the MCP dispatcher and every method, `_meta` rules and era-specific result shapes.
@@ -43,6 +46,8 @@ pub mod jsonrpc;
 pub mod log_limit;
 pub mod mcp;
 pub mod metrics;
+pub mod protocol;
+pub mod rescue;
 pub mod rest;
 pub mod server;
 pub mod session;
