@@ -521,6 +521,13 @@ mod tests {
                 },
                 401,
             ),
+            (
+                Error::InsufficientScope {
+                    challenge: HeaderValue::from_static("Bearer"),
+                    message: "x".into(),
+                },
+                403,
+            ),
             (Error::TooManyRequests("x".into()), 429),
             (Error::Forbidden("x".into()), 403),
             (Error::Conflict("x".into()), 409),

@@ -407,3 +407,54 @@ impl Dispatcher {
         subscriptions::listen_result(&self.prepared, subscription_id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Era::{Handshake, Stateless};
+
+    /// `(error, era of the answer) -> (status, code)` from the one table.
+    fn check(err: McpError, era: Era, status: u16, code: i32) {
+        let (got_status, got_code) = crate::rescue::classify(err.failure(era));
+        assert_eq!(
+            (got_status.as_u16(), got_code.0),
+            (status, code),
+            "{err:?} {era:?}"
+        );
+        assert_eq!(err.code().0, code, "{err:?}");
+    }
+
+    #[test]
+    fn every_error_in_both_eras() {
+        let not_found = || McpError::MethodNotFound("x".into());
+        check(not_found(), Handshake, 200, -32601);
+        check(not_found(), Stateless, 404, -32601);
+        for era in [Handshake, Stateless] {
+            check(McpError::InvalidParams("x".into()), era, 200, -32602);
+            check(McpError::MissingMeta("k"), era, 400, -32602);
+            let requested = "x".to_owned();
+            check(McpError::UnsupportedVersion { requested }, era, 400, -32022);
+            check(McpError::Internal, era, 200, -32603);
+            let uri = "u".to_owned();
+            let (handshake, stateless) = (Handshake, Stateless);
+            check(
+                McpError::ResourceNotFound {
+                    uri: uri.clone(),
+                    era: handshake,
+                },
+                era,
+                200,
+                -32002,
+            );
+            check(
+                McpError::ResourceNotFound {
+                    uri,
+                    era: stateless,
+                },
+                era,
+                200,
+                -32602,
+            );
+        }
+    }
+}
