@@ -100,7 +100,7 @@ fn bench_dispatch(c: &mut Criterion) {
         client: "agent",
         snapshot: &snapshot,
         era: Era::Handshake,
-        version: "2025-11-25",
+        version: sluice::protocol::ProtocolVersion::V2025_11_25,
         call: &ctx,
         caller: &caller,
         session: None,

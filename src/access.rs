@@ -16,12 +16,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::request::Parts;
-use http::StatusCode;
 
 use crate::audit::{Audit, CallType, Outcome, Record, Surface};
 use crate::auth::{self, challenge, prm, AuthError, Authenticator, Caller};
 use crate::catalog::{ClientView, Snapshot};
-use crate::http::error::SERVER_ERROR;
 use crate::http::guard::Guard;
 use crate::http::{Error, Target};
 use crate::invoke::correlation::external_from_headers;
@@ -407,10 +405,5 @@ fn bad_credentials(err: &AuthError) -> Error {
 
 /// 404 with a JSON-RPC body: no such tenant or client application.
 pub fn unknown_client() -> Error {
-    Error::JsonRpc {
-        status: StatusCode::NOT_FOUND,
-        code: SERVER_ERROR,
-        message: "unknown tenant or client application".into(),
-        id: None,
-    }
+    Error::UnknownClient
 }

@@ -4,7 +4,6 @@
 //! Owns only the endpoint's access check and answer shape; reloading itself is
 //! [`Catalog::reload`]. The endpoint is off (404) when no admin token is configured.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use http::header::AUTHORIZATION;
@@ -13,7 +12,6 @@ use http::{Response, StatusCode};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::{Catalog, ReloadOutcome};
-use crate::http::error::SERVER_ERROR;
 use crate::http::response::{self, Body};
 use crate::http::Error;
 
@@ -58,12 +56,7 @@ pub async fn reload(
         }
         Err(report) => {
             tracing::warn!(%report, "reload refused; keeping the current catalog");
-            Err(Error::JsonRpc {
-                status: StatusCode::UNPROCESSABLE_ENTITY,
-                code: SERVER_ERROR,
-                message: Cow::Owned(format!("reload refused, current catalog kept:\n{report}")),
-                id: None,
-            })
+            Err(Error::ReloadRefused(report.to_string()))
         }
     }
 }

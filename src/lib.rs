@@ -5,7 +5,10 @@
 //!
 //! - [`sse`]: the Server-Sent Events codec (encoder on pooled buffers, incremental decoder).
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages parsed in place with simd-json, written into pooled buffers.
-//! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, the error→status map.
+//! - [`protocol`]: the MCP protocol versions and eras as a type (a leaf: imports nothing).
+//! - [`rescue`]: the one table from a failure to its HTTP status and JSON-RPC code, the MCP and
+//!   server error codes, the one error writer.
+//! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, error responses.
 //! - [`config`]: the configuration file's model, loading with positions, environment overrides,
 //!   validation.
 //! - [`catalog`]: immutable per-tenant snapshots of a configuration, schema generation, plans.
@@ -46,6 +49,8 @@ pub mod jsonrpc;
 pub mod log_limit;
 pub mod mcp;
 pub mod metrics;
+pub mod protocol;
+pub mod rescue;
 pub mod rest;
 pub mod server;
 pub mod session;

@@ -91,7 +91,7 @@ async fn sessions() {
         store
             .create(NewSession {
                 owner: OWNER,
-                version: "2025-11-25",
+                version: sluice::protocol::ProtocolVersion::V2025_11_25,
                 client_info: br#"{"name":"claude-ai","version":"0.1.0"}"#,
                 capabilities: br#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{}}"#,
             })

@@ -388,7 +388,7 @@ fn argument_errors() {
         let err = check_args(name, args).unwrap_err();
         assert_eq!(err, expected, "{name} {args}");
         assert_eq!(err.to_string(), message);
-        assert_eq!(err.code(), -32602);
+        assert_eq!(err.code(), crate::jsonrpc::ErrorCode::INVALID_PARAMS);
     };
     check(
         "bos_nope",

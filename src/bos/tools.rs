@@ -210,9 +210,9 @@ pub enum ArgsError {
 }
 
 impl ArgsError {
-    /// The JSON-RPC code: -32602 (invalid params).
-    pub fn code(&self) -> i32 {
-        -32602
+    /// The JSON-RPC code: invalid params.
+    pub fn code(&self) -> crate::jsonrpc::ErrorCode {
+        crate::jsonrpc::ErrorCode::INVALID_PARAMS
     }
 }
 

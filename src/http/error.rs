@@ -1,22 +1,24 @@
-//! Request failures and **the one function** ([`Error::into_response`]) that maps every one of
-//! them to an HTTP status and a JSON-RPC error body.
+//! Request failures, each variant named by what went wrong, and [`Error::into_response`], the
+//! one function that turns every one of them into a response.
 //!
-//! Later layers (transport, auth, REST, invoke) convert their own errors into these variants
-//! rather than building error responses themselves, so the status ↔ code table lives here only.
-//! Must not know MCP methods: the codes here are JSON-RPC's and the generic server-error range.
+//! Later layers (access, transport, REST, admin) convert their own errors into these variants
+//! rather than building error responses themselves. The status and the JSON-RPC code of each
+//! variant come from the one table, [`crate::rescue::classify`] (through [`Error::failure`]);
+//! the body is written by the one error writer, [`crate::rescue::write_error`]. The table lives
+//! below `http/` because `mcp/` needs it too (an MCP method error is answered in-band with the
+//! same codes); `http/` passes the era along as the leaf [`crate::protocol::Era`]. Must not know
+//! MCP methods: a method name is data in a message here, never a branch.
 
 use std::borrow::Cow;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{Response, StatusCode};
 
 use super::response::{Body, APPLICATION_JSON};
-use crate::jsonrpc::{self, ErrorCode, OwnedId};
-
-/// JSON-RPC "server error" code used for failures that are HTTP-level rather than about the
-/// message (bad Origin or Host, wrong media type, unknown path, downstream failures).
-pub const SERVER_ERROR: ErrorCode = ErrorCode(-32000);
+use crate::jsonrpc::{ErrorCode, OwnedId};
+use crate::protocol::{Era, HeaderMismatch};
+use crate::rescue::{self, Failure, SessionCap};
 
 /// Why a request was refused or failed. Variants that can happen after the body was parsed
 /// carry the JSON-RPC id (echoed verbatim in the error body); the rest answer with `"id": null`.
@@ -56,7 +58,7 @@ pub enum Error {
     /// Reading the request body failed (the peer reset or sent a malformed chunk).
     #[error("failed to read request body: {0}")]
     BodyRead(String),
-    /// A malformed request at the HTTP level (bad header value, unsupported protocol version).
+    /// A malformed request at the HTTP level (e.g. contradicting credentials).
     #[error("bad request: {0}")]
     BadRequest(Cow<'static, str>),
     /// No usable credential; `challenge` becomes `WWW-Authenticate`.
@@ -87,34 +89,6 @@ pub enum Error {
     /// server-error code as the 403 `Origin` refusal.
     #[error("misdirected request: {0}")]
     MisdirectedRequest(Cow<'static, str>),
-    /// A JSON-RPC-level failure: the given code and message on the given HTTP status, e.g.
-    /// -32700/-32600 on 400, or -32601 on 200 in the handshake era.
-    #[error("{message}")]
-    JsonRpc {
-        /// HTTP status to answer with.
-        status: StatusCode,
-        /// JSON-RPC error code.
-        code: ErrorCode,
-        /// Human-readable message.
-        message: Cow<'static, str>,
-        /// The request id when it could be read.
-        id: Option<OwnedId>,
-    },
-    /// Like [`Error::JsonRpc`], with a `data` member (raw JSON), e.g. -32022's
-    /// `{"supported":[…],"requested":"…"}`.
-    #[error("{message}")]
-    JsonRpcWithData {
-        /// HTTP status to answer with.
-        status: StatusCode,
-        /// JSON-RPC error code.
-        code: ErrorCode,
-        /// Human-readable message.
-        message: Cow<'static, str>,
-        /// The request id when it could be read.
-        id: Option<OwnedId>,
-        /// The `data` member: one JSON value.
-        data: bytes::Bytes,
-    },
     /// The request's params are invalid (-32602 on 200: handshake-era rule).
     #[error("invalid params: {message}")]
     InvalidParams {
@@ -148,82 +122,229 @@ pub enum Error {
     /// A bug or unexpected failure on our side.
     #[error("internal error")]
     Internal,
+
+    // === tenant-scoped surfaces ===
+    /// The path names no configured tenant or client application (404).
+    #[error("unknown tenant or client application")]
+    UnknownClient,
+    /// The REST path or body names no tool of the client's toolset (404).
+    #[error("unknown tool")]
+    UnknownTool,
+    /// REST arguments that are not valid (-32602 on 400); the message says why.
+    #[error("{0}")]
+    InvalidArguments(Cow<'static, str>),
+    /// `/admin/reload` refused the new configuration (422); the report lists every problem.
+    #[error("reload refused, current catalog kept:\n{0}")]
+    ReloadRefused(String),
+
+    // === sessions ===
+    /// "A session id the server does not recognise … is always answered with HTTP 404, which
+    /// tells the client to initialize afresh": unknown, expired, deleted or another owner's.
+    #[error("session not found")]
+    SessionNotFound,
+    /// A session is required and the request named none (400); says where the id was
+    /// expected, e.g. `"the Mcp-Session-Id header"`.
+    #[error("{0} is required")]
+    SessionRequired(&'static str),
+    /// A session cap refused a new session, with `data` naming the cap and its limit, e.g.
+    /// `{"cap":"sessions_per_caller","limit":100}`, so a client can tell its own limit (429:
+    /// end one of its sessions) from the tenant's (503: retry later).
+    #[error("{}", cap_message(*cap))]
+    SessionCapReached {
+        /// Which cap.
+        cap: SessionCap,
+        /// Its configured limit.
+        limit: usize,
+    },
+    /// A legacy session's stream is not being read: its bounded outbound queue has no room for
+    /// the answer, so nothing runs (503).
+    #[error("the session's stream is not being read: its outbound queue is full")]
+    StreamQueueFull {
+        /// The request id.
+        id: Option<OwnedId>,
+    },
+
+    // === JSON-RPC messages ===
+    /// The body is not JSON (-32700 on 400).
+    #[error("{message}")]
+    ParseError {
+        /// Why, from the parser.
+        message: &'static str,
+        /// Always `None`: no id can be read from a body that is not JSON.
+        id: Option<OwnedId>,
+    },
+    /// The body is JSON but not a valid request (-32600 on 400).
+    #[error("{message}")]
+    InvalidRequest {
+        /// Why, from the parser.
+        message: &'static str,
+        /// The request id when it could be read.
+        id: Option<OwnedId>,
+    },
+
+    // === MCP protocol rules ===
+    /// The handshake era's `MCP-Protocol-Version` header names a version this runtime does
+    /// not implement: 400 with no id, whatever the body (MCP 2025-11-25, Transports, "Protocol
+    /// Version Header": "the server MUST respond with 400 Bad Request").
+    #[error("bad request: unsupported MCP-Protocol-Version")]
+    UnsupportedVersionHeader,
+    /// A stateless-era `_meta` version this runtime does not implement: -32022 on 400 with
+    /// `data: {supported, requested}`.
+    #[error("unsupported protocol version {requested}")]
+    UnsupportedVersion {
+        /// The version the request named (bounded, see `jsonrpc::echo`).
+        requested: String,
+        /// The request id.
+        id: Option<OwnedId>,
+    },
+    /// A stateless-era routing header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`)
+    /// disagrees with the body: -32020 on 400.
+    #[error("{mismatch}")]
+    HeaderMismatch {
+        /// Which header, and how.
+        mismatch: HeaderMismatch,
+        /// The request id.
+        id: Option<OwnedId>,
+    },
+    /// The stateless-era `_meta` envelope is absent or malformed (-32602 on 400).
+    #[error("{message}")]
+    InvalidMeta {
+        /// What is wrong.
+        message: Cow<'static, str>,
+        /// The request id.
+        id: Option<OwnedId>,
+    },
+    /// A required stateless-era `_meta` key is missing (-32602 on 400).
+    #[error("missing required _meta key {key}")]
+    MissingMeta {
+        /// The key.
+        key: &'static str,
+        /// The request id.
+        id: Option<OwnedId>,
+    },
+    /// An unknown method (-32601): 404 in the stateless era, 200 in the handshake era.
+    #[error("method not found: {method}")]
+    MethodNotFound {
+        /// The method the request named.
+        method: String,
+        /// The request's era (decides the status).
+        era: Era,
+        /// The request id.
+        id: Option<OwnedId>,
+    },
+}
+
+/// The message of a session cap refusal.
+fn cap_message(cap: SessionCap) -> &'static str {
+    match cap {
+        SessionCap::Tenant => "the tenant's session limit is reached",
+        SessionCap::Caller => {
+            "this caller's session limit is reached; end a session (DELETE) or let one expire"
+        }
+    }
 }
 
 impl Error {
+    /// What went wrong, for the one table ([`rescue::classify`]).
+    pub fn failure(&self) -> Failure {
+        match self {
+            Error::NotFound => Failure::NotFound,
+            Error::MethodNotAllowed { .. } => Failure::MethodNotAllowed,
+            Error::NotImplemented(_) => Failure::NotImplemented,
+            Error::NotAcceptable(_) => Failure::NotAcceptable,
+            Error::UnsupportedMediaType(_) => Failure::UnsupportedMediaType,
+            Error::PayloadTooLarge { .. } => Failure::PayloadTooLarge,
+            Error::BodyTimeout { .. } => Failure::BodyTimeout,
+            Error::BodyRead(_) => Failure::BodyRead,
+            Error::BadRequest(_) => Failure::BadRequest,
+            Error::Unauthorized { .. } => Failure::Unauthorized,
+            Error::InsufficientScope { .. } => Failure::InsufficientScope,
+            Error::TooManyRequests(_) => Failure::TooManyRequests,
+            Error::Forbidden(_) => Failure::Forbidden,
+            Error::MisdirectedRequest(_) => Failure::MisdirectedRequest,
+            Error::InvalidParams { .. } => Failure::InvalidParams,
+            Error::Conflict(_) => Failure::Conflict,
+            Error::Unavailable(_) => Failure::Unavailable,
+            Error::BadGateway { .. } => Failure::BadGateway,
+            Error::GatewayTimeout { .. } => Failure::GatewayTimeout,
+            Error::Internal => Failure::Internal,
+            Error::UnknownClient => Failure::UnknownClient,
+            Error::UnknownTool => Failure::UnknownTool,
+            Error::InvalidArguments(_) => Failure::InvalidArguments,
+            Error::ReloadRefused(_) => Failure::ReloadRefused,
+            Error::SessionNotFound => Failure::SessionNotFound,
+            Error::SessionRequired(_) => Failure::SessionRequired,
+            Error::SessionCapReached { cap, .. } => Failure::SessionCapReached(*cap),
+            Error::StreamQueueFull { .. } => Failure::StreamQueueFull,
+            Error::ParseError { .. } => Failure::ParseError,
+            Error::InvalidRequest { .. } => Failure::InvalidRequest,
+            Error::UnsupportedVersionHeader => Failure::UnsupportedVersion(Era::Handshake),
+            Error::UnsupportedVersion { .. } => Failure::UnsupportedVersion(Era::Stateless),
+            Error::HeaderMismatch { .. } => Failure::HeaderMismatch,
+            Error::InvalidMeta { .. } => Failure::InvalidMeta,
+            Error::MissingMeta { .. } => Failure::MissingMeta,
+            Error::MethodNotFound { era, .. } => Failure::MethodNotFound(*era),
+        }
+    }
+
     /// The HTTP status this error is answered with.
     pub fn status(&self) -> StatusCode {
-        match self {
-            Error::NotFound => StatusCode::NOT_FOUND,
-            Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            Error::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
-            Error::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
-            Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Error::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Error::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
-            Error::BodyRead(_) | Error::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Error::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
-            Error::Forbidden(_) | Error::InsufficientScope { .. } => StatusCode::FORBIDDEN,
-            Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
-            Error::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
-            Error::JsonRpc { status, .. } | Error::JsonRpcWithData { status, .. } => *status,
-            Error::InvalidParams { .. } => StatusCode::OK,
-            Error::Conflict(_) => StatusCode::CONFLICT,
-            Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Error::BadGateway { .. } => StatusCode::BAD_GATEWAY,
-            Error::GatewayTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            Error::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        rescue::classify(self.failure()).0
     }
 
     /// The JSON-RPC error code in the body.
     pub fn code(&self) -> ErrorCode {
-        match self {
-            Error::JsonRpc { code, .. } | Error::JsonRpcWithData { code, .. } => *code,
-            Error::InvalidParams { .. } => ErrorCode::INVALID_PARAMS,
-            Error::Internal => ErrorCode::INTERNAL_ERROR,
-            _ => SERVER_ERROR,
-        }
+        rescue::classify(self.failure()).1
     }
 
     /// The JSON-RPC id echoed in the body, when known.
     pub fn id(&self) -> Option<&OwnedId> {
         match self {
-            Error::JsonRpc { id, .. }
-            | Error::JsonRpcWithData { id, .. }
-            | Error::InvalidParams { id, .. }
+            Error::InvalidParams { id, .. }
             | Error::BadGateway { id, .. }
-            | Error::GatewayTimeout { id, .. } => id.as_ref(),
+            | Error::GatewayTimeout { id, .. }
+            | Error::StreamQueueFull { id }
+            | Error::ParseError { id, .. }
+            | Error::InvalidRequest { id, .. }
+            | Error::UnsupportedVersion { id, .. }
+            | Error::HeaderMismatch { id, .. }
+            | Error::InvalidMeta { id, .. }
+            | Error::MissingMeta { id, .. }
+            | Error::MethodNotFound { id, .. } => id.as_ref(),
             _ => None,
         }
     }
 
-    /// The one mapping from a request failure to a response: status, `Content-Type:
-    /// application/json`, `{"jsonrpc":"2.0","id":null|id,"error":{"code":…,"message":…}}`, plus
-    /// `Allow` on 405 and `WWW-Authenticate` on 401.
-    pub fn into_response(self) -> Response<Body> {
-        let status = self.status();
-        let message = match &self {
-            Error::JsonRpc { message, .. } | Error::JsonRpcWithData { message, .. } => {
-                message.clone()
-            }
-            other => Cow::Owned(other.to_string()),
-        };
-        let mut buf = BytesMut::with_capacity(64 + message.len());
-        match &self {
-            Error::JsonRpcWithData { data, .. } => {
-                write_error_raw_data(&mut buf, self.id(), self.code(), &message, data);
-            }
+    /// The `data` member as JSON text, when the error has one.
+    pub fn data(&self) -> Option<Bytes> {
+        match self {
             Error::Unauthorized { .. } => {
-                let data = br#"{"oauth_error":"invalid_token"}"#;
-                write_error_raw_data(&mut buf, None, self.code(), &message, data);
+                Some(Bytes::from_static(br#"{"oauth_error":"invalid_token"}"#))
             }
-            Error::InsufficientScope { .. } => {
-                let data = br#"{"oauth_error":"insufficient_scope"}"#;
-                write_error_raw_data(&mut buf, None, self.code(), &message, data);
+            Error::InsufficientScope { .. } => Some(Bytes::from_static(
+                br#"{"oauth_error":"insufficient_scope"}"#,
+            )),
+            Error::SessionCapReached { cap, limit } => Some(Bytes::from(format!(
+                r#"{{"cap":"{}","limit":{limit}}}"#,
+                cap.as_str()
+            ))),
+            Error::UnsupportedVersion { requested, .. } => {
+                Some(rescue::unsupported_version_data(requested))
             }
-            _ => jsonrpc::write_error(&mut buf, self.id(), self.code(), &message),
+            _ => None,
         }
+    }
+
+    /// The one mapping from a request failure to a response: status and code from
+    /// [`rescue::classify`], `Content-Type: application/json`,
+    /// `{"jsonrpc":"2.0","id":null|id,"error":{"code":…,"message":…[,"data":…]}}`, plus `Allow`
+    /// on 405 and `WWW-Authenticate` on 401 and on 403 `insufficient_scope`.
+    pub fn into_response(self) -> Response<Body> {
+        let (status, code) = rescue::classify(self.failure());
+        let message = self.to_string();
+        let data = self.data();
+        let mut buf = BytesMut::with_capacity(64 + message.len());
+        rescue::write_error(&mut buf, self.id(), code, &message, data.as_deref());
 
         let mut response = Response::new(Body::full(buf.freeze()));
         *response.status_mut() = status;
@@ -243,27 +364,6 @@ impl Error {
             _ => {}
         }
         response
-    }
-}
-
-/// Writes an error whose `data` is already JSON text; falls back to no `data` when it is not
-/// one valid JSON value (a bug upstream must not produce an invalid body).
-fn write_error_raw_data(
-    buf: &mut BytesMut,
-    id: Option<&OwnedId>,
-    code: ErrorCode,
-    message: &str,
-    data: &[u8],
-) {
-    let raw = std::str::from_utf8(data)
-        .ok()
-        .and_then(|text| serde_json::value::RawValue::from_string(text.to_owned()).ok());
-    let written = match &raw {
-        Some(raw) => jsonrpc::write_error_with_data(buf, id, code, message, raw).is_ok(),
-        None => false,
-    };
-    if !written {
-        jsonrpc::write_error(buf, id, code, message);
     }
 }
 
@@ -316,35 +416,59 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"request body stalled: no data for 30s"}}"#,
         );
         check(
-            Error::JsonRpc {
-                status: StatusCode::BAD_REQUEST,
-                code: ErrorCode::PARSE_ERROR,
-                message: "Parse error".into(),
+            Error::ParseError {
+                message: "Parse error",
                 id: None,
             },
             400,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
         );
         check(
-            Error::JsonRpc {
-                status: StatusCode::OK,
-                code: ErrorCode::METHOD_NOT_FOUND,
-                message: "Method not found".into(),
+            Error::MethodNotFound {
+                method: "x".into(),
+                era: Era::Handshake,
                 id: string("0"),
             },
             200,
-            r#"{"jsonrpc":"2.0","id":"0","error":{"code":-32601,"message":"Method not found"}}"#,
+            r#"{"jsonrpc":"2.0","id":"0","error":{"code":-32601,"message":"method not found: x"}}"#,
         );
         check(
-            Error::JsonRpcWithData {
-                status: StatusCode::BAD_REQUEST,
-                code: ErrorCode(-32022),
-                message: "Unsupported protocol version".into(),
+            Error::MethodNotFound {
+                method: "x".into(),
+                era: Era::Stateless,
+                id: string("0"),
+            },
+            404,
+            r#"{"jsonrpc":"2.0","id":"0","error":{"code":-32601,"message":"method not found: x"}}"#,
+        );
+        check(
+            Error::UnsupportedVersion {
+                requested: "x".into(),
                 id: num(3),
-                data: bytes::Bytes::from_static(br#"{"supported":["2026-07-28"],"requested":"x"}"#),
             },
             400,
-            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32022,"message":"unsupported protocol version x","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"x"}}}"#,
+        );
+        check(
+            Error::SessionCapReached {
+                cap: SessionCap::Caller,
+                limit: 100,
+            },
+            429,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"this caller's session limit is reached; end a session (DELETE) or let one expire","data":{"cap":"sessions_per_caller","limit":100}}}"#,
+        );
+        check(
+            Error::HeaderMismatch {
+                mismatch: HeaderMismatch::Missing("Mcp-Name"),
+                id: num(9),
+            },
+            400,
+            r#"{"jsonrpc":"2.0","id":9,"error":{"code":-32020,"message":"required header Mcp-Name is missing"}}"#,
+        );
+        check(
+            Error::UnsupportedVersionHeader,
+            400,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"bad request: unsupported MCP-Protocol-Version"}}"#,
         );
         check(
             Error::InvalidParams {
@@ -397,10 +521,46 @@ mod tests {
                 },
                 401,
             ),
+            (
+                Error::InsufficientScope {
+                    challenge: HeaderValue::from_static("Bearer"),
+                    message: "x".into(),
+                },
+                403,
+            ),
             (Error::TooManyRequests("x".into()), 429),
             (Error::Forbidden("x".into()), 403),
             (Error::Conflict("x".into()), 409),
             (Error::Unavailable("x".into()), 503),
+            (Error::UnknownClient, 404),
+            (Error::UnknownTool, 404),
+            (Error::InvalidArguments("x".into()), 400),
+            (Error::ReloadRefused("x".into()), 422),
+            (Error::SessionNotFound, 404),
+            (Error::SessionRequired("x"), 400),
+            (
+                Error::SessionCapReached {
+                    cap: SessionCap::Tenant,
+                    limit: 1,
+                },
+                503,
+            ),
+            (Error::StreamQueueFull { id: None }, 503),
+            (
+                Error::InvalidRequest {
+                    message: "x",
+                    id: None,
+                },
+                400,
+            ),
+            (
+                Error::InvalidMeta {
+                    message: "x".into(),
+                    id: None,
+                },
+                400,
+            ),
+            (Error::MissingMeta { key: "x", id: None }, 400),
         ];
         for (err, status) in cases {
             assert_eq!(err.status().as_u16(), *status, "{err:?}");

@@ -11,7 +11,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::era::{Cache, Shapes};
 use super::{json, names, params, Dispatcher, DispatcherConfig, Era, McpError, Reply, Scope};
-use super::{HANDSHAKE_VERSIONS, SOURCE_RESULTS_EXTENSION, STATELESS_VERSIONS};
+use super::{ProtocolVersion, SOURCE_RESULTS_EXTENSION};
 use crate::jsonrpc::Payload;
 
 /// JSON derived from the configuration once, copied into results.
@@ -39,15 +39,11 @@ impl Prepared {
 
         let mut out = BytesMut::with_capacity(256 + capabilities.len());
         out.put_slice(b"{\"supportedVersions\":[");
-        for (i, version) in STATELESS_VERSIONS
-            .iter()
-            .chain(HANDSHAKE_VERSIONS)
-            .enumerate()
-        {
+        for (i, version) in ProtocolVersion::SUPPORTED.iter().enumerate() {
             if i > 0 {
                 out.put_u8(b',');
             }
-            json::put_str(&mut out, version);
+            json::put_str(&mut out, version.as_str());
         }
         out.put_slice(b"],\"capabilities\":");
         out.put_slice(&capabilities);
@@ -90,13 +86,10 @@ fn capabilities(config: &DispatcherConfig) -> Bytes {
 
 /// The version to answer an `initialize` naming `requested`: the same when supported, else the
 /// latest handshake-era version.
-pub fn negotiate(requested: &str) -> &'static str {
-    HANDSHAKE_VERSIONS
-        .iter()
-        .find(|v| **v == requested)
-        .or(HANDSHAKE_VERSIONS.first())
-        .copied()
-        .unwrap_or(super::DEFAULT_HANDSHAKE_VERSION)
+pub fn negotiate(requested: &str) -> ProtocolVersion {
+    ProtocolVersion::parse_in(Era::Handshake, requested.as_bytes())
+        .or(ProtocolVersion::HANDSHAKE.first().copied())
+        .unwrap_or(ProtocolVersion::DEFAULT_HANDSHAKE)
 }
 
 // === initialize ===
@@ -144,7 +137,7 @@ pub(crate) fn initialize(
     let prepared = &d.prepared;
     let mut out = BytesMut::with_capacity(160 + prepared.capabilities.len());
     out.put_slice(b"{\"protocolVersion\":");
-    json::put_str(&mut out, version);
+    json::put_str(&mut out, version.as_str());
     out.put_slice(b",\"capabilities\":");
     out.put_slice(&prepared.capabilities);
     out.put_slice(b",\"serverInfo\":");

@@ -16,14 +16,14 @@ use super::names::{
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, PROMPTS_GET, RESOURCES_READ,
     TOOLS_CALL,
 };
-use super::{json, McpError, SOURCE_RESULTS_EXTENSION, STATELESS_VERSIONS};
+use super::{json, Era, McpError, ProtocolVersion, SOURCE_RESULTS_EXTENSION};
 use crate::jsonrpc::{echo, Payload};
 
 /// What a valid stateless-era `_meta` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaInfo {
-    /// The protocol version (one of [`STATELESS_VERSIONS`]).
-    pub version: &'static str,
+    /// The protocol version (one of [`ProtocolVersion::STATELESS`]).
+    pub version: ProtocolVersion,
     /// The client's `clientInfo` as JSON, when sent.
     pub client_info: Option<Bytes>,
     /// The client's `clientCapabilities` as JSON (an object).
@@ -67,7 +67,7 @@ pub fn stateless_meta(params: Option<&Payload<'_>>) -> Result<MetaInfo, McpError
 /// Applies exactly the rules of [`stateless_meta`] and returns the version, without copying
 /// `clientInfo` and `clientCapabilities` out of the request (the transport's per-request check
 /// needs only the verdict).
-pub fn validate_stateless_meta(params: Option<&Payload<'_>>) -> Result<&'static str, McpError> {
+pub fn validate_stateless_meta(params: Option<&Payload<'_>>) -> Result<ProtocolVersion, McpError> {
     checked_meta(params).map(|(version, _, _)| version)
 }
 
@@ -75,7 +75,7 @@ pub fn validate_stateless_meta(params: Option<&Payload<'_>>) -> Result<&'static 
 #[allow(clippy::type_complexity)]
 fn checked_meta<'p, 'a>(
     params: Option<&'p Payload<'a>>,
-) -> Result<(&'static str, Value<'p, 'a>, Value<'p, 'a>), McpError> {
+) -> Result<(ProtocolVersion, Value<'p, 'a>, Value<'p, 'a>), McpError> {
     let meta = meta(params);
     let member = |key: &str| meta.and_then(|m| m.get(key)).filter(|v| !v.is_null());
 
@@ -91,12 +91,11 @@ fn checked_meta<'p, 'a>(
             format!("_meta {META_CLIENT_CAPABILITIES} must be an object").into(),
         ));
     }
-    let version = STATELESS_VERSIONS
-        .iter()
-        .find(|v| **v == version)
-        .copied()
-        .ok_or_else(|| McpError::UnsupportedVersion {
-            requested: echo(version).into_owned(),
+    let version =
+        ProtocolVersion::parse_in(Era::Stateless, version.as_bytes()).ok_or_else(|| {
+            McpError::UnsupportedVersion {
+                requested: echo(version).into_owned(),
+            }
         })?;
     match meta {
         Some(meta) => Ok((version, meta, capabilities)),
@@ -158,12 +157,14 @@ mod tests {
     /// Checks `stateless_meta` of `params`: `Ok(version, source_results)` or the error code.
     fn check(params: &str, expected: Result<(&str, bool), i32>) {
         let verdict = with_params(params, |p| {
-            validate_stateless_meta(p).map_err(|e| e.code().0)
+            validate_stateless_meta(p)
+                .map(ProtocolVersion::as_str)
+                .map_err(|e| e.code().0)
         });
         assert_eq!(verdict, expected.map(|(v, _)| v), "{params}");
         let got = with_params(params, |p| {
             stateless_meta(p)
-                .map(|m| (m.version, m.source_results))
+                .map(|m| (m.version.as_str(), m.source_results))
                 .map_err(|e| e.code().0)
         });
         assert_eq!(got, expected, "{params}");

@@ -51,6 +51,7 @@ use crate::catalog::Snapshot;
 use crate::federation::{Federation, FederationConfig};
 use crate::invoke::{CallContext, Invoker};
 use crate::jsonrpc::{ErrorCode, Payload};
+use crate::rescue::Failure;
 use crate::session::SessionId;
 
 pub use meta::{
@@ -59,25 +60,13 @@ pub use meta::{
 pub use resources::{prompt_resource_uri, PROMPT_RESOURCE_PREFIX};
 pub use subscriptions::{ListChanged, SubscriptionFilter};
 
-/// The handshake-era protocol versions this runtime implements, newest first.
-pub const HANDSHAKE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-/// The stateless-era protocol versions this runtime implements, newest first.
-pub const STATELESS_VERSIONS: &[&str] = &["2026-07-28"];
-/// The version assumed when a handshake-era request names none and has no session.
-pub const DEFAULT_HANDSHAKE_VERSION: &str = "2025-03-26";
-
 /// The experimental capability key of the BOS source-results extension (protocol/mcp.md §6.2:
 /// valid under `experimental`, not under `extensions`, because its name contains `/`).
 pub const SOURCE_RESULTS_EXTENSION: &str = "bos/source-results/v1";
 
-/// Which protocol era a request belongs to (protocol/mcp.md §6.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    /// 2024-11-05 … 2025-11-25: `initialize`, optional sessions.
-    Handshake,
-    /// 2026-07-28: per-request `_meta`, no sessions.
-    Stateless,
-}
+/// The protocol era and version types live in the leaf [`crate::protocol`]; re-exported so
+/// `mcp::Era` keeps working.
+pub use crate::protocol::{Era, ProtocolVersion};
 
 /// Everything a method needs to know about the caller; built by the transport per request.
 #[derive(Debug, Clone, Copy)]
@@ -92,7 +81,7 @@ pub struct Scope<'a> {
     pub era: Era,
     /// The protocol version in force: the session's negotiated one, the header's, or the
     /// stateless `_meta` version.
-    pub version: &'a str,
+    pub version: ProtocolVersion,
     /// Correlation ids of this call.
     pub call: &'a CallContext,
     /// Who is calling (the authenticated caller, or `anonymous`).
@@ -182,8 +171,8 @@ pub enum Reply {
     Initialized {
         /// The `result` object as JSON bytes.
         result: Bytes,
-        /// The negotiated version (one of [`HANDSHAKE_VERSIONS`]).
-        version: &'static str,
+        /// The negotiated version (one of [`ProtocolVersion::HANDSHAKE`]).
+        version: ProtocolVersion,
         /// The client's `clientInfo` as JSON bytes.
         client_info: Bytes,
         /// The client's `capabilities` as JSON bytes.
@@ -210,8 +199,10 @@ pub enum NotificationEffect {
     Cancel(Bytes),
 }
 
-/// A request-level MCP failure; the transport maps it to a status (era rules) and writes the
-/// JSON-RPC error with [`McpError::code`], the message and [`McpError::data`].
+/// A request-level MCP failure. Its status and code come from the one table
+/// ([`crate::rescue::classify`] of [`McpError::failure`]): the transport answers it in-band (the
+/// JSON-RPC error with [`McpError::code`], the message and [`McpError::data`]) or, where the
+/// table gives the era a status other than 200, as an HTTP error.
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
     /// -32601, unknown method (stateless era: HTTP 404; handshake era: HTTP 200).
@@ -243,19 +234,22 @@ pub enum McpError {
 }
 
 impl McpError {
-    /// The JSON-RPC code.
-    pub fn code(&self) -> ErrorCode {
+    /// What went wrong, for the one table, answered in `era`.
+    pub fn failure(&self, era: Era) -> Failure {
         match self {
-            McpError::MethodNotFound(_) => ErrorCode::METHOD_NOT_FOUND,
-            McpError::InvalidParams(_) | McpError::MissingMeta(_) => ErrorCode::INVALID_PARAMS,
-            McpError::UnsupportedVersion { .. } => ErrorCode(-32022),
-            McpError::ResourceNotFound {
-                era: Era::Handshake,
-                ..
-            } => ErrorCode(-32002),
-            McpError::ResourceNotFound { .. } => ErrorCode::INVALID_PARAMS,
-            McpError::Internal => ErrorCode::INTERNAL_ERROR,
+            McpError::MethodNotFound(_) => Failure::MethodNotFound(era),
+            McpError::InvalidParams(_) => Failure::InvalidParams,
+            McpError::MissingMeta(_) => Failure::MissingMeta,
+            McpError::UnsupportedVersion { .. } => Failure::UnsupportedVersion(Era::Stateless),
+            McpError::ResourceNotFound { era, .. } => Failure::ResourceNotFound(*era),
+            McpError::Internal => Failure::MethodFailed,
         }
+    }
+
+    /// The JSON-RPC code, from the one table. The era of the answer changes only the status of
+    /// an MCP error, never its code (`ResourceNotFound` carries the era its code depends on).
+    pub fn code(&self) -> ErrorCode {
+        crate::rescue::classify(self.failure(Era::Handshake)).1
     }
 
     /// The `data` member as JSON bytes, when the error has one:
@@ -266,22 +260,7 @@ impl McpError {
     pub fn data(&self) -> Option<Bytes> {
         match self {
             McpError::UnsupportedVersion { requested } => {
-                let mut out = BytesMut::with_capacity(128 + requested.len());
-                out.put_slice(b"{\"supported\":[");
-                for (i, version) in STATELESS_VERSIONS
-                    .iter()
-                    .chain(HANDSHAKE_VERSIONS)
-                    .enumerate()
-                {
-                    if i > 0 {
-                        out.put_u8(b',');
-                    }
-                    json::put_str(&mut out, version);
-                }
-                out.put_slice(b"],\"requested\":");
-                json::put_str(&mut out, requested);
-                out.put_u8(b'}');
-                Some(out.freeze())
+                Some(crate::rescue::unsupported_version_data(requested))
             }
             McpError::ResourceNotFound { uri, .. } => {
                 let mut out = BytesMut::with_capacity(16 + uri.len());
@@ -427,5 +406,56 @@ impl Dispatcher {
     /// `{"resultType":"complete","_meta":{subscriptionId, serverInfo}}` (no envelope).
     pub fn listen_result(&self, subscription_id: &[u8]) -> Bytes {
         subscriptions::listen_result(&self.prepared, subscription_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Era::{Handshake, Stateless};
+
+    /// `(error, era of the answer) -> (status, code)` from the one table.
+    fn check(err: McpError, era: Era, status: u16, code: i32) {
+        let (got_status, got_code) = crate::rescue::classify(err.failure(era));
+        assert_eq!(
+            (got_status.as_u16(), got_code.0),
+            (status, code),
+            "{err:?} {era:?}"
+        );
+        assert_eq!(err.code().0, code, "{err:?}");
+    }
+
+    #[test]
+    fn every_error_in_both_eras() {
+        let not_found = || McpError::MethodNotFound("x".into());
+        check(not_found(), Handshake, 200, -32601);
+        check(not_found(), Stateless, 404, -32601);
+        for era in [Handshake, Stateless] {
+            check(McpError::InvalidParams("x".into()), era, 200, -32602);
+            check(McpError::MissingMeta("k"), era, 400, -32602);
+            let requested = "x".to_owned();
+            check(McpError::UnsupportedVersion { requested }, era, 400, -32022);
+            check(McpError::Internal, era, 200, -32603);
+            let uri = "u".to_owned();
+            let (handshake, stateless) = (Handshake, Stateless);
+            check(
+                McpError::ResourceNotFound {
+                    uri: uri.clone(),
+                    era: handshake,
+                },
+                era,
+                200,
+                -32002,
+            );
+            check(
+                McpError::ResourceNotFound {
+                    uri,
+                    era: stateless,
+                },
+                era,
+                200,
+                -32602,
+            );
+        }
     }
 }

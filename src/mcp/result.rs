@@ -126,7 +126,7 @@ mod tests {
             client: "c",
             snapshot: &snapshot,
             era,
-            version: "v",
+            version: crate::protocol::ProtocolVersion::V2025_11_25,
             call: &ctx,
             caller: &caller,
             session: None,

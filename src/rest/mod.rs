@@ -25,7 +25,6 @@ use http::{Response, StatusCode};
 use crate::access::{Access, Admitted, Endpoint};
 use crate::audit::{cancelled_detail, Audit, CallType, CancelGuard, Outcome, Record, Surface};
 use crate::catalog::{self, Catalog};
-use crate::http::error::SERVER_ERROR;
 use crate::http::negotiate::is_json_content_type;
 use crate::http::response::{self, Body};
 use crate::http::{body, Error, Target};
@@ -33,7 +32,7 @@ use crate::invoke::{
     CallContext, CorrelationPolicy, ErrorClass, InvokeError, Invoker,
     EXTERNAL_CORRELATION_ID_HEADER,
 };
-use crate::jsonrpc::{self, ErrorCode};
+use crate::jsonrpc;
 use crate::log_limit::{warn_limited, Kind};
 
 /// Response header carrying the execution id the runtime generated for a call.
@@ -68,7 +67,7 @@ impl Rest {
         let view = admitted
             .snapshot
             .client(&target.tenant, &target.client)
-            .ok_or_else(|| not_found("unknown tenant or client application"))?;
+            .ok_or(Error::UnknownClient)?;
         let mut buf = BytesMut::with_capacity(view.tools_list_len() + 16);
         buf.extend_from_slice(b"{\"tools\":");
         view.write_tools_list(&mut buf);
@@ -202,12 +201,12 @@ impl Rest {
         let snapshot = &admitted.snapshot;
         let view = snapshot
             .client(&target.tenant, &target.client)
-            .ok_or_else(|| not_found("unknown tenant or client application"))?;
+            .ok_or(Error::UnknownClient)?;
         let is_discovery = name == catalog::schema::DISCOVER_TOOL_NAME && view.needs_discovery();
         let tool = match view.tool(name) {
             Some(tool) => Some(tool),
             None if is_discovery => None,
-            None => return Err(not_found("unknown tool")),
+            None => return Err(Error::UnknownTool),
         };
         self.access.require_scope(
             &admitted.caller,
@@ -327,7 +326,7 @@ fn discover(
         .and_then(|v| v.as_str())
         .ok_or_else(|| invalid_arguments("'tool_id' (a string) is required".into()))?;
     let found = catalog::discover(snapshot, &target.tenant, &target.client, tool_id)
-        .map_err(|_| not_found("unknown tool"))?;
+        .map_err(|_| Error::UnknownTool)?;
     Ok(response::json(StatusCode::OK, found.to_json()))
 }
 
@@ -358,19 +357,5 @@ fn invoke_error(tenant: &str, err: InvokeError) -> Error {
 }
 
 fn invalid_arguments(message: Cow<'static, str>) -> Error {
-    Error::JsonRpc {
-        status: StatusCode::BAD_REQUEST,
-        code: ErrorCode::INVALID_PARAMS,
-        message,
-        id: None,
-    }
-}
-
-fn not_found(message: &'static str) -> Error {
-    Error::JsonRpc {
-        status: StatusCode::NOT_FOUND,
-        code: SERVER_ERROR,
-        message: Cow::Borrowed(message),
-        id: None,
-    }
+    Error::InvalidArguments(message)
 }

@@ -373,7 +373,7 @@ mod tests {
     fn new(owner: Owner<'static>) -> NewSession<'static> {
         NewSession {
             owner,
-            version: "2025-11-25",
+            version: crate::protocol::ProtocolVersion::V2025_11_25,
             client_info: br#"{"name":"x","version":"1"}"#,
             capabilities: b"{}",
         }

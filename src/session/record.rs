@@ -8,6 +8,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::SessionId;
+use crate::protocol::ProtocolVersion;
 
 /// Who a request comes from: the tenant and client application of its path and the
 /// authenticated caller subject. A session answers only to the owner that opened it.
@@ -97,8 +98,8 @@ impl std::fmt::Debug for OwnerKey {
 pub struct NewSession<'a> {
     /// Who opens it.
     pub owner: Owner<'a>,
-    /// The negotiated protocol version (one of `mcp::HANDSHAKE_VERSIONS`).
-    pub version: &'static str,
+    /// The negotiated protocol version (one of [`ProtocolVersion::HANDSHAKE`]).
+    pub version: ProtocolVersion,
     /// The client's `clientInfo`, raw JSON (copied: the record never pins a request buffer).
     pub client_info: &'a [u8],
     /// The client's `capabilities`, raw JSON (copied).
@@ -113,7 +114,7 @@ pub struct SessionRecord {
     /// Tenant, client application and caller that opened it.
     pub owner: OwnerKey,
     /// The negotiated protocol version.
-    pub version: &'static str,
+    pub version: ProtocolVersion,
     /// `clientInfo`, raw JSON (exactly sized copy).
     pub client_info: Bytes,
     /// `capabilities`, raw JSON (exactly sized copy).
@@ -168,7 +169,7 @@ impl SessionRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionInfo {
     /// The negotiated protocol version (decides priming events and the default version header).
-    pub version: &'static str,
+    pub version: ProtocolVersion,
     /// True once `notifications/initialized` arrived.
     pub initialized: bool,
     /// `clientInfo`, raw JSON.
@@ -182,7 +183,7 @@ pub struct SessionInfo {
 #[derive(Debug, Clone, Copy)]
 pub struct Handshake<'a> {
     /// The negotiated protocol version.
-    pub version: &'static str,
+    pub version: ProtocolVersion,
     /// `clientInfo`, raw JSON (copied).
     pub client_info: &'a [u8],
     /// `capabilities`, raw JSON (copied).

@@ -33,21 +33,18 @@ use super::reply::{self, Framing};
 use super::source_results;
 use super::stateless::framing;
 use super::stream::{Resumed, StreamError, StreamKind};
-use super::{
-    wants_priming, PostFraming, Transport, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
-};
+use super::{PostFraming, Transport, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::access::Admitted;
 use crate::auth::Caller;
-use crate::http::error::SERVER_ERROR;
 use crate::http::negotiate::Accept;
 use crate::http::response::{self, Body, INLINE_FRAMES};
 use crate::http::{Error, Target};
 use crate::invoke::CallContext;
 use crate::jsonrpc::{Id, Message};
 use crate::log_limit::{warn_limited, Kind};
-use crate::mcp::{
-    names, Era, NotificationEffect, Reply, Scope, DEFAULT_HANDSHAKE_VERSION, HANDSHAKE_VERSIONS,
-};
+use crate::mcp::{names, NotificationEffect, Reply, Scope};
+use crate::protocol::{Era, ProtocolVersion};
+use crate::rescue::SessionCap;
 use crate::session::{NewSession, Owner, SessionError, SessionId, SessionInfo};
 
 /// A request's validated session.
@@ -100,7 +97,7 @@ pub async fn post(
     }
     let version = header_version
         .or(session.as_ref().map(|s| s.info.version))
-        .unwrap_or(DEFAULT_HANDSHAKE_VERSION);
+        .unwrap_or(ProtocolVersion::DEFAULT_HANDSHAKE);
     let call = CallContext::from_headers(&parts.headers);
     let scope = Scope {
         tenant: &target.tenant,
@@ -221,7 +218,7 @@ async fn initialized_or_plain(
         if transport.settings.sessions_enabled {
             let new = NewSession {
                 owner,
-                version,
+                version: *version,
                 client_info,
                 capabilities: client_capabilities,
             };
@@ -279,7 +276,7 @@ fn session_answer(
     let (priming, frame) = transport.streams.inline_answer(
         bound.id,
         owner,
-        wants_priming(bound.info.version),
+        bound.info.version.has_priming(),
         &message,
     );
     let mut frames: SmallVec<[Bytes; INLINE_FRAMES]> = SmallVec::new();
@@ -309,7 +306,7 @@ async fn streamed_call(
         .streams
         .open_inline(bound.id, owner)
         .map_err(stream_error)?;
-    let priming = wants_priming(bound.info.version);
+    let priming = bound.info.version.has_priming();
     let mut dispatch = call.run(Arc::clone(&transport.dispatcher));
     let first = std::future::poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await;
     let outcome = match first {
@@ -377,7 +374,7 @@ struct OwnedCall {
     tenant: Box<str>,
     client: Box<str>,
     snapshot: Arc<crate::catalog::Snapshot>,
-    version: &'static str,
+    version: ProtocolVersion,
     caller: Caller,
     call: CallContext,
     session: Option<SessionId>,
@@ -394,7 +391,7 @@ impl OwnedCall {
     fn new(
         scope: &Scope<'_>,
         snapshot: Arc<crate::catalog::Snapshot>,
-        version: &'static str,
+        version: ProtocolVersion,
         id: Id<'_>,
         params: Option<&crate::jsonrpc::Payload<'_>>,
     ) -> Self {
@@ -454,7 +451,7 @@ impl OwnedCall {
 fn cancelled_answer(transport: &Transport, owner: Owner<'_>, bound: &Bound) -> Response<Body> {
     let mut frames: SmallVec<[Bytes; INLINE_FRAMES]> = SmallVec::new();
     if let Ok(writer) = transport.streams.open_inline(bound.id, owner) {
-        if wants_priming(bound.info.version) {
+        if bound.info.version.has_priming() {
             frames.extend(writer.push_priming(None).ok());
         }
         writer.finish();
@@ -467,18 +464,14 @@ fn cancelled_answer(transport: &Transport, owner: Owner<'_>, bound: &Bound) -> R
 /// is not an error (§4.6), and `initialize` negotiates in its body whatever the header says.
 /// The refusal carries no id, whatever the body: the runtime document answers an unsupported
 /// protocol version "with an HTTP error status whose body carries a JSON-RPC error with no id".
-fn header_version(parts: &Parts, is_initialize: bool) -> Result<Option<&'static str>, Error> {
+fn header_version(parts: &Parts, is_initialize: bool) -> Result<Option<ProtocolVersion>, Error> {
     let Some(value) = parts.headers.get(MCP_PROTOCOL_VERSION) else {
         return Ok(None);
     };
-    let known = HANDSHAKE_VERSIONS
-        .iter()
-        .copied()
-        .find(|v| v.as_bytes() == value.as_bytes());
-    match known {
+    match ProtocolVersion::parse_in(Era::Handshake, value.as_bytes()) {
         Some(version) => Ok(Some(version)),
         None if is_initialize => Ok(None),
-        None => Err(Error::BadRequest("unsupported MCP-Protocol-Version".into())),
+        None => Err(Error::UnsupportedVersionHeader),
     }
 }
 
@@ -513,54 +506,27 @@ pub async fn validate(
 /// 404: "A session id the server does not recognise … is always answered with HTTP 404, which
 /// tells the client to initialize afresh."
 pub fn session_not_found() -> Error {
-    Error::JsonRpc {
-        status: StatusCode::NOT_FOUND,
-        code: SERVER_ERROR,
-        message: "session not found".into(),
-        id: None,
-    }
+    Error::SessionNotFound
 }
 
 /// 400: a session is required and the request named none.
 pub fn session_required() -> Error {
-    Error::JsonRpc {
-        status: StatusCode::BAD_REQUEST,
-        code: SERVER_ERROR,
-        message: "the Mcp-Session-Id header is required".into(),
-        id: None,
-    }
+    Error::SessionRequired("the Mcp-Session-Id header")
 }
 
 /// A store failure as an HTTP error.
 pub fn session_error(err: SessionError) -> Error {
     match err {
         SessionError::NotFound | SessionError::Foreign => session_not_found(),
-        SessionError::TenantCapReached { cap } => cap_reached(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the tenant's session limit is reached",
-            "sessions_per_tenant",
-            cap,
-        ),
-        SessionError::CallerCapReached { cap } => cap_reached(
-            StatusCode::TOO_MANY_REQUESTS,
-            "this caller's session limit is reached; end a session (DELETE) or let one expire",
-            "sessions_per_caller",
-            cap,
-        ),
+        SessionError::TenantCapReached { cap } => Error::SessionCapReached {
+            cap: SessionCap::Tenant,
+            limit: cap,
+        },
+        SessionError::CallerCapReached { cap } => Error::SessionCapReached {
+            cap: SessionCap::Caller,
+            limit: cap,
+        },
         SessionError::Unavailable(_) => Error::Unavailable("session store unavailable".into()),
-    }
-}
-
-/// A session cap refusal: `status`, and `data` naming the cap and its limit, e.g.
-/// `{"cap":"sessions_per_caller","limit":100}`, so a client can tell its own limit (429: end
-/// one of its sessions) from the tenant's (503: retry later).
-fn cap_reached(status: StatusCode, message: &'static str, cap: &str, limit: usize) -> Error {
-    Error::JsonRpcWithData {
-        status,
-        code: SERVER_ERROR,
-        message: message.into(),
-        id: None,
-        data: Bytes::from(format!(r#"{{"cap":"{cap}","limit":{limit}}}"#)),
     }
 }
 
@@ -614,7 +580,7 @@ pub async fn get(
         .streams
         .open(Some(bound.id), owner, StreamKind::Get)
         .map_err(stream_error)?;
-    if wants_priming(bound.info.version) {
+    if bound.info.version.has_priming() {
         // A fresh channel has room: this does not wait.
         opened.writer.prime(None).await.map_err(stream_error)?;
     }

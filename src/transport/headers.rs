@@ -15,22 +15,9 @@ const SENTINEL_PREFIX: &str = "=?base64?";
 /// Suffix of a Base64-encoded header value.
 const SENTINEL_SUFFIX: &str = "?=";
 
-/// Why a routing header does not agree with the body (-32020 HeaderMismatch, HTTP 400).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum HeaderMismatch {
-    /// A required header is absent.
-    #[error("required header {0} is missing")]
-    Missing(&'static str),
-    /// The header appears more than once.
-    #[error("header {0} appears more than once")]
-    Duplicate(&'static str),
-    /// The header is not visible ASCII, or its Base64 sentinel does not decode to UTF-8.
-    #[error("header {0} is malformed")]
-    Malformed(&'static str),
-    /// The header's (decoded) value differs from the body.
-    #[error("header {0} does not match the request body")]
-    Mismatch(&'static str),
-}
+/// Why a routing header does not agree with the body (-32020 HeaderMismatch, HTTP 400): a
+/// leaf type, so the error table can name it without knowing this module.
+pub use crate::protocol::HeaderMismatch;
 
 /// The (decoded) value of a single-valued header; `Ok(None)` when absent.
 ///

@@ -43,11 +43,12 @@ use crate::http::{Error, Target};
 use crate::invoke::CallContext;
 use crate::jsonrpc::{self, Message};
 use crate::log_limit::{warn_limited, Kind};
-use crate::mcp::{Era, NotificationEffect, Reply, Scope};
+use crate::mcp::{NotificationEffect, Reply, Scope};
+use crate::protocol::{Era, ProtocolVersion};
 use crate::session::{Handshake, NewSession, Owner};
 
 /// The version a legacy session holds until its `initialize` negotiates one.
-pub const LEGACY_VERSION: &str = "2024-11-05";
+pub const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V2024_11_05;
 
 /// The query parameter naming the session on `…/messages`.
 pub const SESSION_QUERY: &str = "sessionId";
@@ -151,12 +152,8 @@ where
     let Admitted {
         snapshot, caller, ..
     } = admitted;
-    let session_text = session_query(parts.uri.query()).ok_or_else(|| Error::JsonRpc {
-        status: StatusCode::BAD_REQUEST,
-        code: crate::http::error::SERVER_ERROR,
-        message: "the sessionId query parameter is required".into(),
-        id: None,
-    })?;
+    let session_text = session_query(parts.uri.query())
+        .ok_or(Error::SessionRequired("the sessionId query parameter"))?;
     let owner = owner(target, &caller);
     let bound = handshake::validate(transport, session_text.as_bytes(), owner).await?;
     // This transport answers on the session's `/sse` stream; a session without one (a
@@ -220,12 +217,7 @@ where
             let reserved = match transport.streams.reserve(&bound.id, raw.len()) {
                 Ok(reserved) => Some(reserved),
                 Err(StreamError::Full) => {
-                    return Err(Error::JsonRpc {
-                        status: StatusCode::SERVICE_UNAVAILABLE,
-                        code: crate::http::error::SERVER_ERROR,
-                        message: "the session's stream is not being read: its outbound queue \
-                                  is full"
-                            .into(),
+                    return Err(Error::StreamQueueFull {
                         id: Some(id.to_owned_id()),
                     });
                 }
@@ -269,7 +261,7 @@ where
                 }) = &outcome
                 {
                     let handshake = Handshake {
-                        version,
+                        version: *version,
                         client_info,
                         capabilities: client_capabilities,
                     };

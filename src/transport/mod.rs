@@ -58,25 +58,6 @@ pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// The `_meta` key naming a stateless-era request's protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
-/// Protocol versions this runtime speaks (both eras).
-pub const PROTOCOL_VERSIONS: [&str; 5] = [
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-];
-
-/// The first handshake-era version whose SSE answers open with a priming event (older clients
-/// parse the empty `data` as JSON and fail: protocol/mcp.md §8 point 3).
-pub const PRIMING_SINCE: &str = "2025-11-25";
-
-/// Whether a session negotiated at `version` gets priming events. Versions are ISO dates, so
-/// they compare as strings.
-pub fn wants_priming(version: &str) -> bool {
-    version >= PRIMING_SINCE
-}
-
 /// What the MCP endpoints need from the server configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {

@@ -44,21 +44,11 @@ pub fn result_bytes(reply: &Reply) -> &[u8] {
     }
 }
 
-/// Appends the JSON-RPC error response of `err` (with its `data` when it has one).
+/// Appends the in-band JSON-RPC error response of `err` (with its `data` when it has one): its
+/// code from the one table, written by the one error writer ([`crate::rescue`]).
 pub fn write_mcp_error<'i>(out: &mut BytesMut, id: impl Into<IdRef<'i>>, err: &McpError) {
-    let id = id.into();
-    let message = err.to_string();
-    if let Some(data) = err.data() {
-        let raw = std::str::from_utf8(&data)
-            .ok()
-            .and_then(|text| serde_json::value::RawValue::from_string(text.to_owned()).ok());
-        if let Some(raw) = raw {
-            if jsonrpc::write_error_with_data(out, id, err.code(), &message, &raw).is_ok() {
-                return;
-            }
-        }
-    }
-    jsonrpc::write_error(out, id, err.code(), &message);
+    let data = err.data();
+    crate::rescue::write_error(out, id, err.code(), &err.to_string(), data.as_deref());
 }
 
 /// How an inline answer is framed.

@@ -14,8 +14,6 @@
 //! a client that closes its response stream drops the future, and with it any downstream call.
 //! Must not implement MCP methods.
 
-use std::borrow::Cow;
-
 use bytes::{Bytes, BytesMut};
 
 use http::request::Parts;
@@ -33,14 +31,12 @@ use crate::http::negotiate::{Accept, MediaKind};
 use crate::http::response::{self, Body};
 use crate::http::{Error, Target};
 use crate::invoke::CallContext;
-use crate::jsonrpc::{self, ErrorCode, Id, Message, OwnedId, Payload};
+use crate::jsonrpc::{self, Id, Message, OwnedId, Payload};
 use crate::mcp::subscriptions::SubscriptionFilter;
-use crate::mcp::{self, Era, McpError, Reply, Scope};
+use crate::mcp::{self, McpError, Reply, Scope};
+use crate::protocol::{Era, ProtocolVersion};
 use crate::session::Owner;
 use crate::sse;
-
-/// -32020 HeaderMismatch (2026-07-28).
-pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
 
 /// Handles one stateless-era POST.
 pub async fn post(
@@ -83,11 +79,12 @@ pub async fn post(
     };
     let outcome = transport.dispatcher.request(&scope, method, params).await;
     match &outcome {
-        Err(err) => {
-            if let Some(status) = ladder_status(err) {
-                return Err(mcp_error(status, err, id));
-            }
+        // What the table answers with a status other than 200 (an unknown method: 404) is a
+        // rejection; every other handler error is answered in-band.
+        Err(err) if crate::rescue::classify(err.failure(Era::Stateless)).0 != StatusCode::OK => {
+            return Err(rejection(err, id));
         }
+        Err(_) => {}
         Ok(Reply::Listen(filter)) => return listen(transport, id, *filter, target, caller).await,
         Ok(_) => {}
     }
@@ -119,18 +116,18 @@ pub fn framing(accept: &Accept, sse_by_default: bool) -> Framing {
     }
 }
 
-/// Runs the validation ladder up to dispatch; returns the request's protocol version.
+/// Runs the validation ladder up to dispatch; returns the request's protocol version (the
+/// `_meta` text, checked against the headers first and then against the versions this runtime
+/// implements).
 fn validate<'a>(
     parts: &Parts,
     id: Id<'_>,
     method: &str,
     params: Option<&Payload<'a>>,
-) -> Result<&'a str, Error> {
+) -> Result<ProtocolVersion, Error> {
     // "A modern header with a missing envelope: -32602/400."
     let Some(version) = mcp::meta::meta_protocol_version(params) else {
-        return Err(Error::JsonRpc {
-            status: StatusCode::BAD_REQUEST,
-            code: ErrorCode::INVALID_PARAMS,
+        return Err(Error::InvalidMeta {
             message: "params._meta must carry io.modelcontextprotocol/protocolVersion".into(),
             id: Some(id.to_owned_id()),
         });
@@ -147,8 +144,7 @@ fn validate<'a>(
     .and_then(|()| headers::expect_header(headers, &MCP_METHOD, "Mcp-Method", method))
     .map_err(|err| header_error(err, id))?;
     // Required `_meta` keys (-32602) and the version (-32022), as the MCP layer defines them.
-    mcp::meta::validate_stateless_meta(params)
-        .map_err(|err| mcp_error(StatusCode::BAD_REQUEST, &err, id))?;
+    let version = mcp::meta::validate_stateless_meta(params).map_err(|err| rejection(&err, id))?;
     // "Mcp-Name: params.name (tools/call, prompts/get) or params.uri (resources/read)".
     if let Some(name) = mcp::meta::routing_name(method, params) {
         headers::expect_header(headers, &MCP_NAME, "Mcp-Name", name)
@@ -157,45 +153,37 @@ fn validate<'a>(
     Ok(version)
 }
 
-/// The HTTP status of a dispatcher error that is a ladder rejection rather than an in-band
-/// answer: -32601 → 404, missing `_meta` → 400, unsupported version → 400.
-fn ladder_status(err: &McpError) -> Option<StatusCode> {
-    match err {
-        McpError::MethodNotFound(_) => Some(StatusCode::NOT_FOUND),
-        McpError::MissingMeta(_) | McpError::UnsupportedVersion { .. } => {
-            Some(StatusCode::BAD_REQUEST)
-        }
-        _ => None,
-    }
-}
-
 /// -32020 on 400 with the request id.
-fn header_error(err: HeaderMismatch, id: Id<'_>) -> Error {
-    Error::JsonRpc {
-        status: StatusCode::BAD_REQUEST,
-        code: HEADER_MISMATCH,
-        message: Cow::Owned(err.to_string()),
+fn header_error(mismatch: HeaderMismatch, id: Id<'_>) -> Error {
+    Error::HeaderMismatch {
+        mismatch,
         id: Some(id.to_owned_id()),
     }
 }
 
-/// An MCP error as an HTTP error with the given status (its `data` kept).
-pub fn mcp_error(status: StatusCode, err: &McpError, id: Id<'_>) -> Error {
+/// An MCP error the stateless era rejects with an HTTP status, as that HTTP error (the status
+/// and code are the table's). `InvalidParams` only reaches here from the ladder's `_meta`
+/// check (a handler's invalid params are answered in-band), so it is the `_meta` envelope that
+/// is invalid.
+fn rejection(err: &McpError, id: Id<'_>) -> Error {
     let id: Option<OwnedId> = Some(id.to_owned_id());
-    match err.data() {
-        Some(data) => Error::JsonRpcWithData {
-            status,
-            code: err.code(),
-            message: Cow::Owned(err.to_string()),
-            id,
-            data,
-        },
-        None => Error::JsonRpc {
-            status,
-            code: err.code(),
-            message: Cow::Owned(err.to_string()),
+    match err {
+        McpError::MethodNotFound(method) => Error::MethodNotFound {
+            method: method.clone(),
+            era: Era::Stateless,
             id,
         },
+        McpError::InvalidParams(message) => Error::InvalidMeta {
+            message: message.clone(),
+            id,
+        },
+        McpError::MissingMeta(key) => Error::MissingMeta { key, id },
+        McpError::UnsupportedVersion { requested } => Error::UnsupportedVersion {
+            requested: requested.clone(),
+            id,
+        },
+        // Answered in-band by the table; never rejected.
+        McpError::ResourceNotFound { .. } | McpError::Internal => Error::Internal,
     }
 }
 

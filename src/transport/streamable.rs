@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use http::request::Parts;
-use http::{Method, Response, StatusCode};
+use http::{Method, Response};
 
 use super::{handshake, stateless, Transport, MCP_PROTOCOL_VERSION, META_PROTOCOL_VERSION};
 use crate::access::{Admitted, Endpoint};
@@ -27,7 +27,8 @@ use crate::http::response::Body;
 use crate::http::router::allow;
 use crate::http::{body, Error, Target};
 use crate::jsonrpc::{self, ErrorCode, Message, Payload};
-use crate::mcp::{names, Era, STATELESS_VERSIONS};
+use crate::mcp::names;
+use crate::protocol::{Era, ProtocolVersion};
 
 /// Handles one request on the MCP endpoint, after the gate ([`crate::access`]) admitted it:
 /// Origin, tenant and client, and the caller's credential are checked already.
@@ -124,13 +125,14 @@ where
     .await
 }
 
-/// A body that is not a usable JSON-RPC message: 400 with -32700/-32600.
+/// A body that is not a usable JSON-RPC message: not JSON (-32700), or not a valid request
+/// (-32600, with the id when it could be read), as the parser classified it.
 pub fn parse_error(err: jsonrpc::ParseError) -> Error {
-    Error::JsonRpc {
-        status: StatusCode::BAD_REQUEST,
-        code: err.code,
-        message: err.message.into(),
-        id: err.id,
+    let jsonrpc::ParseError { code, message, id } = err;
+    if code == ErrorCode::PARSE_ERROR {
+        Error::ParseError { message, id }
+    } else {
+        Error::InvalidRequest { message, id }
     }
 }
 
@@ -196,9 +198,7 @@ pub fn classify(parts: &Parts, message: &Message<'_>) -> Era {
     // a JSON-RPC error with no id"; see `handshake::header_version`).
     match parts.headers.get(MCP_PROTOCOL_VERSION) {
         Some(version)
-            if STATELESS_VERSIONS
-                .iter()
-                .any(|v| v.as_bytes() == version.as_bytes()) =>
+            if ProtocolVersion::parse_in(Era::Stateless, version.as_bytes()).is_some() =>
         {
             Era::Stateless
         }
@@ -219,10 +219,5 @@ pub fn has_meta_version(params: Option<&Payload<'_>>) -> bool {
 
 /// -32600 on 400, e.g. for a stateless-era response POST.
 pub fn invalid_request(message: &'static str) -> Error {
-    Error::JsonRpc {
-        status: StatusCode::BAD_REQUEST,
-        code: ErrorCode::INVALID_REQUEST,
-        message: message.into(),
-        id: None,
-    }
+    Error::InvalidRequest { message, id: None }
 }

@@ -11,10 +11,10 @@ use sluice::invoke::{CallContext, Invoker, InvokerConfig};
 use sluice::jsonrpc::{self, Message};
 use sluice::mcp::{
     stateless_meta, Dispatcher, DispatcherConfig, Era, NotificationEffect, Reply, Scope,
-    HANDSHAKE_VERSIONS,
 };
 
 use crate::support::{Answer, Downstream};
+use sluice::protocol::ProtocolVersion;
 
 // === support ===
 
@@ -217,8 +217,8 @@ impl Fixture {
             snapshot: &self.snapshot,
             era,
             version: match era {
-                Era::Handshake => "2025-11-25",
-                Era::Stateless => "2026-07-28",
+                Era::Handshake => ProtocolVersion::V2025_11_25,
+                Era::Stateless => ProtocolVersion::V2026_07_28,
             },
             call: &ctx,
             caller: &caller,
@@ -363,7 +363,7 @@ async fn initialize_negotiates_versions() {
             panic!("initialize {requested}");
         };
         assert_eq!(version, expected, "{requested}");
-        assert!(HANDSHAKE_VERSIONS.contains(&version));
+        assert!(ProtocolVersion::HANDSHAKE.contains(&version));
         let result = json_of(&result);
         assert_eq!(result["protocolVersion"], expected, "{requested}");
         assert_eq!(json_of(&client_info), json!({"name": "c", "version": "1"}));
@@ -887,7 +887,7 @@ async fn cancellation_names_the_request_id_as_its_json_text() {
         client: "c1",
         snapshot: &f.snapshot,
         era,
-        version: "2025-11-25",
+        version: ProtocolVersion::V2025_11_25,
         call: &ctx,
         caller: &caller,
         session: None,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use sluice::mcp::{ListChanged, SubscriptionFilter};
+use sluice::protocol::ProtocolVersion;
 use sluice::session::{
     Bus, Handshake, NewSession, Owner, SessionConfig, SessionError, SessionId, Sessions,
 };
@@ -35,7 +36,7 @@ fn config() -> SessionConfig {
 fn new_session(owner: Owner<'static>) -> NewSession<'static> {
     NewSession {
         owner,
-        version: "2025-11-25",
+        version: ProtocolVersion::V2025_11_25,
         client_info: br#"{"name":"test","version":"1.0"}"#,
         capabilities: br#"{"roots":{}}"#,
     }
@@ -155,14 +156,14 @@ async fn legacy_handshake_updates_the_session() {
     let id = sessions
         .create(NewSession {
             owner: ALICE,
-            version: "2024-11-05",
+            version: ProtocolVersion::V2024_11_05,
             client_info: b"",
             capabilities: b"",
         })
         .await
         .unwrap();
     let handshake = Handshake {
-        version: "2025-03-26",
+        version: ProtocolVersion::V2025_03_26,
         client_info: br#"{"name":"late"}"#,
         capabilities: b"{}",
     };

@@ -277,7 +277,7 @@ impl RedisStore {
                 .arg(new.owner.tenant)
                 .arg(new.owner.client)
                 .arg(new.owner.caller)
-                .arg(new.version)
+                .arg(new.version.as_str())
                 .arg(new.client_info)
                 .arg(new.capabilities)
                 .arg(encoded.as_str())
@@ -512,7 +512,7 @@ impl RedisStore {
             Touch::Initialize => invocation.arg("i"),
             Touch::Handshake(handshake) => invocation
                 .arg("h")
-                .arg(handshake.version)
+                .arg(handshake.version.as_str())
                 .arg(handshake.client_info)
                 .arg(handshake.capabilities),
         };
@@ -599,13 +599,9 @@ impl OwnerKeys {
     }
 }
 
-/// The `'static` version string a record names, if this build implements it.
-fn static_version(stored: &[u8]) -> Option<&'static str> {
-    crate::mcp::HANDSHAKE_VERSIONS
-        .iter()
-        .chain(crate::mcp::STATELESS_VERSIONS)
-        .copied()
-        .find(|version| version.as_bytes() == stored)
+/// The version a record names (stored as its wire text), if this build implements it.
+fn static_version(stored: &[u8]) -> Option<crate::protocol::ProtocolVersion> {
+    crate::protocol::ProtocolVersion::parse(stored)
 }
 
 // === impl SessionStore ===
@@ -666,8 +662,15 @@ mod tests {
 
     #[test]
     fn versions_map_back_to_static_strings() {
-        assert_eq!(static_version(b"2025-11-25"), Some("2025-11-25"));
-        assert_eq!(static_version(b"2024-11-05"), Some("2024-11-05"));
+        use crate::protocol::ProtocolVersion;
+        assert_eq!(
+            static_version(b"2025-11-25"),
+            Some(ProtocolVersion::V2025_11_25)
+        );
+        assert_eq!(
+            static_version(b"2024-11-05"),
+            Some(ProtocolVersion::V2024_11_05)
+        );
         assert_eq!(static_version(b"1999-01-01"), None);
         assert_eq!(static_version(b""), None);
     }

@@ -100,7 +100,7 @@ fn limits(idle_ms: u64, init_ms: u64, max_per_tenant: usize) -> SessionConfig {
 fn new(owner: Owner<'_>) -> NewSession<'_> {
     NewSession {
         owner,
-        version: "2025-11-25",
+        version: crate::protocol::ProtocolVersion::V2025_11_25,
         client_info: br#"{"name":"x","version":"1"}"#,
         capabilities: b"{}",
     }
@@ -221,7 +221,7 @@ async fn handshake_set_on_one_instance_is_seen_on_another() {
     let two = store(&config, limits(100_000, 10_000, 10)).await;
     let id = one.create(new(A)).await.unwrap();
     let handshake = Handshake {
-        version: "2024-11-05",
+        version: crate::protocol::ProtocolVersion::V2024_11_05,
         client_info: br#"{"name":"legacy"}"#,
         capabilities: br#"{"roots":{}}"#,
     };
