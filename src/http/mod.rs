@@ -1,5 +1,6 @@
 //! HTTP plumbing: accept loop, connection limits, graceful drain, routing, media-type
-//! negotiation, bounded body collection, response helpers and the one error→status mapping.
+//! negotiation, bounded body collection, response helpers and the error responses (their
+//! statuses and codes come from `rescue::classify`).
 //!
 //! Must not know MCP methods.
 //!
