@@ -5,7 +5,7 @@
 //! caller-owned buffer. The encoder writes by hand into that buffer (no `serde_json::Value`, no
 //! intermediate `String`s), so the writer thread reuses one `Vec<u8>` for every record.
 //!
-//! Must not do IO or know about queues: `sink.rs` owns the writer, `mod.rs` the handle.
+//! Must not do IO or know about queues: `sink.rs` owns the writer, `audit.rs` the handle.
 //!
 //! Every line carries every field, `null` when absent, so downstream tools see one fixed shape.
 //! Payload dimensions (`request`, `response`, `tools_list`) are raw JSON bytes the caller

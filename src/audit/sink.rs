@@ -9,7 +9,7 @@
 //! `blocking_recv`, so the async side still uses an ordinary bounded tokio channel.
 //!
 //! Must not decide what a record contains (`record.rs`) or what happens when the queue is full
-//! (`mod.rs`).
+//! (`audit.rs`).
 
 use std::fs::OpenOptions;
 use std::io::{self, BufWriter, Write};

@@ -1,7 +1,7 @@
 //! Prometheus text exposition format 0.0.4 primitives: family headers, samples, label-value and
 //! help-text escaping, metric-name validation.
 //!
-//! Owns only formatting; must not read counters (the caller in `mod.rs` passes plain numbers)
+//! Owns only formatting; must not read counters (the caller in `metrics.rs` passes plain numbers)
 //! and must not decide which families exist. Runs on scrape, never on the request path.
 //!
 //! Format reference: <https://prometheus.io/docs/instrumenting/exposition_formats/>.

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 /// The page a local `contractUri` serves (text/markdown): how this server delivers the
 /// extension, in our words.
-pub const CONTRACT_PAGE: &str = include_str!("contract.md");
+pub const CONTRACT_PAGE: &str = include_str!("federation/contract.md");
 
 /// Where the contract page is served when `contract_uri` is local (the default).
 pub const CONTRACT_PATH: &str = "/contracts/bos-source-results-v1";
