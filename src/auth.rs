@@ -3,7 +3,8 @@
 //! Owns credential dispatch (`Authorization: Bearer …`, or `X-API-Key`), static API keys
 //! ([`apikey`]), JWT bearer validation ([`jwt`]) against a cached JWKS ([`jwks`]), the
 //! `WWW-Authenticate` challenges of RFC 6750 / RFC 9728 ([`challenge`]) and the protected-resource
-//! metadata document ([`prm`]). The design is `shared/protocol/auth.md` §7.
+//! metadata document ([`prm`]). sluice is an OAuth 2.1 resource server in the sense of MCP
+//! 2025-11-25, Authorization.
 //!
 //! Must not touch sessions, routing or HTTP responses: callers (the transports) authenticate
 //! every request with [`Authenticator::authenticate`], bind sessions to [`Caller::caller_id`], and

@@ -2,8 +2,9 @@
 //!
 //! A caller of the platform endpoint does not name a tenant and client in the path; it picks a
 //! *context* (an organization, application, installation and role it may act in) and passes the
-//! context's opaque handle to every call. The contract is `shared/spec/000_…` (the
-//! `bos_execute` envelope in §2 and the final frame in §5) and `shared/protocol/mcp.md` §6.8.
+//! context's opaque handle to every call. The contract is the published `bos/source-results/v1`
+//! contract, version 1 (the `bos_execute` envelope in its §2, the final frame in its §5); how it
+//! sits beside the MCP specification is `docs/eras.md`.
 //!
 //! - `context.rs`: the `[[tenant.bos_context]]` configuration ([`BosContextConfig`]), its
 //!   validation, and the resolved [`BosContext`] with its public JSON.

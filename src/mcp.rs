@@ -60,8 +60,9 @@ pub use meta::{
 pub use resources::{prompt_resource_uri, PROMPT_RESOURCE_PREFIX};
 pub use subscriptions::{ListChanged, SubscriptionFilter};
 
-/// The experimental capability key of the BOS source-results extension (protocol/mcp.md §6.2:
-/// valid under `experimental`, not under `extensions`, because its name contains `/`).
+/// The experimental capability key of the BOS source-results extension (valid under `experimental`,
+/// not under MCP 2026-07-28's `extensions`, whose identifiers may not contain `/` in their name:
+/// `docs/eras.md`).
 pub const SOURCE_RESULTS_EXTENSION: &str = "bos/source-results/v1";
 
 /// The protocol era and version types live in the leaf [`crate::protocol`]; re-exported so
@@ -100,7 +101,7 @@ pub struct Scope<'a> {
 }
 
 /// What the server advertises for the `bos/source-results/v1` extension under
-/// `capabilities.experimental` (design §7).
+/// `capabilities.experimental` (`src/federation/contract.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceResultsAdvert {
     /// Most records per delivered page.
@@ -254,8 +255,8 @@ impl McpError {
 
     /// The `data` member as JSON bytes, when the error has one:
     /// - `UnsupportedVersion`: `{"supported":[stateless versions…, handshake versions…],
-    ///   "requested":"…"}` (modern first; Python's probe falls back to `initialize` when it sees
-    ///   handshake versions there, protocol/mcp.md §6.2);
+    ///   "requested":"…"}` (modern first; the Python SDK's probe falls back to `initialize` when
+    ///   it sees handshake versions there);
     /// - `ResourceNotFound`: `{"uri":"…"}` in both eras.
     pub fn data(&self) -> Option<Bytes> {
         match self {

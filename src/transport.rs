@@ -7,10 +7,10 @@
 //! registry ([`stream`], owned by the session work). Must not implement MCP methods: every
 //! message goes to [`crate::mcp::Dispatcher`].
 //!
-//! The hot path answers a request whose reply is ready at once **inline**: the dispatch future
-//! runs in the connection's own task and the reply is one JSON body or a few known SSE frames
-//! (`Body::frames`), with no spawned task and no channel (DESIGN.md §10). Only streams that stay
-//! open (GET, `subscriptions/listen`, the legacy `/sse`, a session's SSE-answered `tools/call`
+//! The hot path answers a request whose reply is ready at once **inline**: the dispatch future runs
+//! in the connection's own task and the reply is one JSON body or a few known SSE frames
+//! (`Body::frames`), with no spawned task and no channel (`docs/hot-path.md`). Only streams that
+//! stay open (GET, `subscriptions/listen`, the legacy `/sse`, a session's SSE-answered `tools/call`
 //! that has to wait) are fed through a channel, bounded in frames and bytes
 //! (`stream_queue_messages`, `stream_queue_bytes`).
 

@@ -1,8 +1,8 @@
 //! `WWW-Authenticate` challenges (RFC 6750 §3, RFC 9728 §5.1) for 401 and 403 answers.
 //!
-//! Owns the header value format of `shared/protocol/auth.md` §3.2. Must not decide statuses or
-//! bodies, and never includes anything taken from the presented credential: the description is
-//! the error's fixed, safe text.
+//! Owns the header value format (MCP 2025-11-25, Authorization § Error Handling and § Scope
+//! Challenge Handling). Must not decide statuses or bodies, and never includes anything taken from
+//! the presented credential: the description is the error's fixed, safe text.
 
 use bytes::BytesMut;
 use http::HeaderValue;

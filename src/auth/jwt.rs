@@ -2,8 +2,10 @@
 //! issuer, audience bound to the endpoint, `exp`/`nbf` with leeway, optional client binding, and
 //! the scopes the token grants.
 //!
-//! Owns the validation rules of `shared/protocol/auth.md` §7.2. Must not fetch keys itself (that
-//! is [`super::jwks`]) nor trust anything in the token header beyond `alg` and `kid`.
+//! Owns the validation rules (MCP 2025-11-25, Authorization § Token Handling and § Access Token
+//! Privilege Restriction: audience bound to this server; RFC 8725 for the algorithm allow list).
+//! Must not fetch keys itself (that is [`super::jwks`]) nor trust anything in the token header
+//! beyond `alg` and `kid`.
 
 use std::str::FromStr as _;
 use std::sync::Arc;

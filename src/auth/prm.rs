@@ -1,10 +1,12 @@
 //! Protected-resource metadata (RFC 9728): the document clients read to find the authorization
 //! server, and the URLs it and the endpoint are published at.
 //!
-//! Owns URL construction from the configured public base and the document's JSON shape
-//! (`shared/protocol/auth.md` §3.1, §7.3). Must not build URLs from request headers (`Host`,
-//! `X-Forwarded-*`): the public base comes from configuration, so it is right behind proxies and
-//! cannot be steered by a client. Serving (status, CORS, caching) belongs to the router.
+//! Owns URL construction from the configured public base and the document's JSON shape (RFC 9728
+//! §3; MCP 2025-11-25, Authorization § Protected Resource Metadata Discovery Requirements: the
+//! path-inserted well-known URL, `resource` equal to the endpoint URL). Must not build URLs from
+//! request headers (`Host`, `X-Forwarded-*`): the public base comes from configuration, so it is
+//! right behind proxies and cannot be steered by a client. Serving (status, CORS, caching) belongs
+//! to the router.
 
 use bytes::Bytes;
 use serde::Serialize;

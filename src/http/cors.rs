@@ -6,7 +6,8 @@
 //! never send `Access-Control-Allow-Credentials` (bearer tokens are not ambient credentials), and
 //! expose the headers a client must read (`Mcp-Session-Id`, `WWW-Authenticate`,
 //! `X-External-Correlation-Id`). **Public** routes (protected-resource metadata) are open to any
-//! origin with `*` (protocol/auth.md §3.1). Must not decide who may call what: that is `auth`.
+//! origin with `*` (the document is public, so browser clients can read it). Must not decide who
+//! may call what: that is `auth`.
 
 use http::header::{
     HeaderMap, HeaderValue, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,

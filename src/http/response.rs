@@ -1,10 +1,10 @@
 //! The one response body type handed to hyper, and helpers that build common responses.
 //!
-//! [`Body`] covers every shape a reply takes: nothing, one ready buffer, a few ready SSE frames
-//! (an SSE reply whose frames are all known is answered inline, with no task and no channel —
-//! DESIGN.md §10), and a channel-fed stream for replies that really stream. A streaming body
-//! watches the server's drain signal and ends between two frames when it fires, so a shutdown
-//! never cuts a frame in half. Must not know what the bytes mean.
+//! [`Body`] covers every shape a reply takes: nothing, one ready buffer, a few ready SSE frames (an
+//! SSE reply whose frames are all known is answered inline, with no task and no channel —
+//! `docs/hot-path.md`), and a channel-fed stream for replies that really stream. A streaming body
+//! watches the server's drain signal and ends between two frames when it fires, so a shutdown never
+//! cuts a frame in half. Must not know what the bytes mean.
 
 use std::convert::Infallible;
 use std::future::Future;

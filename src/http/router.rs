@@ -1,4 +1,4 @@
-//! Route matching for the paths of DESIGN.md §4: a hand-written split on `/`, no regex.
+//! Route matching for the paths of `docs/routes.md`: a hand-written split on `/`, no regex.
 //!
 //! Path segments are percent-decoded (borrowed when nothing is encoded, so the common path does
 //! not allocate) and validated: tenant and client ids `[A-Za-z0-9._-]{1,64}`, tool names

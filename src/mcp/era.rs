@@ -1,10 +1,11 @@
 //! Result shaping per era: what the stateless era (2026-07-28) adds to every result.
 //!
-//! Stateless era (protocol/mcp.md §6.2, §6.4): every result carries `resultType: "complete"`
-//! and `_meta["io.modelcontextprotocol/serverInfo"]`; the results of `server/discover`, the
-//! three lists and `resources/read` also carry `ttlMs` and `cacheScope: "private"` (the catalog
-//! varies per tenant, client and caller). Handshake era: none of these. The suffixes are built
-//! once per dispatcher, so shaping a result is one copy. Must not know any method's members.
+//! Stateless era (MCP 2026-07-28, Basic and Server Utilities § Caching): every result carries
+//! `resultType: "complete"` and `_meta["io.modelcontextprotocol/serverInfo"]`; the results of
+//! `server/discover`, the three lists and `resources/read` also carry `ttlMs` and `cacheScope:
+//! "private"` (the catalog varies per tenant, client and caller). Handshake era: none of these. The
+//! suffixes are built once per dispatcher, so shaping a result is one copy. Must not know any
+//! method's members.
 
 use bytes::{BufMut, Bytes, BytesMut};
 

@@ -1,11 +1,12 @@
 //! Lifecycle methods: `initialize` with version negotiation and `ping` (handshake era),
 //! `server/discover` (stateless era), and the JSON they share, computed once per dispatcher.
 //!
-//! Negotiation (protocol/mcp.md §2.1, §8 point 12): "If the server supports the requested
-//! protocol version, it MUST respond with the same version. Otherwise, the server MUST respond
-//! with another protocol version it supports. This SHOULD be the latest version supported by
-//! the server." An unknown version is never echoed and the oldest is never the default. Must not
-//! touch sessions: the transport stores what [`Reply::Initialized`] carries.
+//! Negotiation (MCP 2025-11-25, Lifecycle § Version Negotiation; `docs/mcp-pitfalls.md` point 12):
+//! "If the server supports the requested protocol version, it MUST respond with the same version.
+//! Otherwise, the server MUST respond with another protocol version it supports. This SHOULD be the
+//! latest version supported by the server." An unknown version is never echoed and the oldest is
+//! never the default. Must not touch sessions: the transport stores what [`Reply::Initialized`]
+//! carries.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -170,7 +171,7 @@ pub(crate) fn ping(scope: &Scope<'_>) -> Result<Reply, McpError> {
 
 pub(crate) fn discover(d: &Dispatcher, scope: &Scope<'_>) -> Result<Reply, McpError> {
     match scope.era {
-        // A handshake-era caller must see a recognisable "not here" (protocol/mcp.md §6.7).
+        // A handshake-era caller must see a recognisable "not here" (`docs/eras.md`).
         Era::Handshake => Err(McpError::MethodNotFound(names::SERVER_DISCOVER.to_owned())),
         Era::Stateless => Ok(Reply::Result(d.prepared.discover.clone())),
     }

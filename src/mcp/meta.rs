@@ -1,7 +1,7 @@
 //! Stateless-era `_meta` validation, the `Mcp-Name` routing value, and request-local
 //! experimental opt-ins.
 //!
-//! 2026-07-28 (protocol/mcp.md §6.2): every request carries `params._meta` with
+//! MCP 2026-07-28 (Basic § `_meta`): every request carries `params._meta` with
 //! `io.modelcontextprotocol/protocolVersion` (required), `…/clientCapabilities` (required, may
 //! be `{}`) and `…/clientInfo` (SHOULD). "If a required key is missing, the server MUST reply
 //! -32602" (HTTP 400); a version the server does not implement is -32022 with
@@ -29,8 +29,8 @@ pub struct MetaInfo {
     /// The client's `clientCapabilities` as JSON (an object).
     pub client_capabilities: Bytes,
     /// Whether `clientCapabilities.experimental["bos/source-results/v1"]` is an object: the
-    /// request-local opt-in of the source-results extension (design §7; a `true` does not
-    /// negotiate it).
+    /// request-local opt-in of the source-results extension (`src/federation/contract.md`; a `true`
+    /// does not negotiate it).
     pub source_results: bool,
 }
 
@@ -47,7 +47,7 @@ fn meta<'p, 'a>(params: Option<&'p Payload<'a>>) -> Option<Value<'p, 'a>> {
 }
 
 /// The protocol version a request's `_meta` names, if any (the body-first era classification
-/// of protocol/mcp.md §6.7: a request carrying it is a stateless-era request).
+/// of `docs/eras.md`: a request carrying it is a stateless-era request).
 pub fn meta_protocol_version<'a>(params: Option<&Payload<'a>>) -> Option<&'a str> {
     meta(params)?.get(META_PROTOCOL_VERSION)?.into_string()
 }
@@ -106,7 +106,7 @@ fn checked_meta<'p, 'a>(
 
 /// Whether `_meta["io.modelcontextprotocol/clientCapabilities"].experimental[name]` is an
 /// object. Works in both eras: 2025-era BOS clients put the request-local opt-in at the same
-/// key (protocol/mcp.md §6.8).
+/// key (`docs/eras.md`, "The BOS extension against the spec").
 pub fn experimental_opt_in(params: Option<&Payload<'_>>, name: &str) -> bool {
     meta(params)
         .and_then(|m| m.get(META_CLIENT_CAPABILITIES))

@@ -1,4 +1,4 @@
-//! Cursor pagination for the three lists (protocol/mcp.md §3.1).
+//! Cursor pagination for the three lists (MCP 2025-11-25, Utilities § Pagination).
 //!
 //! A cursor is opaque to clients: base64url (no padding) of 13 bytes — the list kind (1), a tag
 //! naming the listing it was cut from (8), and the offset of the next item (4). The tag is the

@@ -1,5 +1,5 @@
 //! The BOS platform tools behind `/mcp/apps/bos/platform`: `bos_list_contexts`,
-//! `bos_list_tools` and `bos_execute` (shared/spec/000 §2 and §5).
+//! `bos_list_tools` and `bos_execute` (the published `bos/source-results/v1` contract §2 and §5).
 //!
 //! A platform request is authenticated by its client application's API key (the transport did
 //! that) and names no tenant in its path; every context it may act in is one of its tenant's

@@ -1,15 +1,15 @@
 //! `subscriptions/listen` (2026-07-28) and the `list_changed` notifications.
 //!
-//! The listen stream replaces the GET stream (protocol/mcp.md §6.5): the transport answers the
-//! request with a long-lived SSE stream whose first message MUST be
-//! `notifications/subscriptions/acknowledged {notifications: <the subset honoured>}`; every
-//! message on it carries `_meta["io.modelcontextprotocol/subscriptionId"]` = the listen
-//! request's id; "the server MUST NOT send notification types the client has not explicitly
-//! requested"; a graceful end sends the listen request's response `{resultType: "complete",
-//! _meta: {subscriptionId}}`. This runtime honours the three `…ListChanged` flags and no
-//! `resourceSubscriptions` (it does not advertise `resources.subscribe`), which the
-//! acknowledgement therefore omits. This file builds those messages; the stream is the
-//! transport's. Subscription ids are passed as their JSON text (e.g. `OwnedId::as_json()`).
+//! The listen stream replaces the GET stream (MCP 2026-07-28, Patterns § Subscriptions): the
+//! transport answers the request with a long-lived SSE stream whose first message MUST be
+//! `notifications/subscriptions/acknowledged {notifications: <the subset honoured>}`; every message
+//! on it carries `_meta["io.modelcontextprotocol/subscriptionId"]` = the listen request's id; "the
+//! server MUST NOT send notification types the client has not explicitly requested"; a graceful end
+//! sends the listen request's response `{resultType: "complete", _meta: {subscriptionId}}`. This
+//! runtime honours the three `…ListChanged` flags and no `resourceSubscriptions` (it does not
+//! advertise `resources.subscribe`), which the acknowledgement therefore omits. This file builds
+//! those messages; the stream is the transport's. Subscription ids are passed as their JSON text
+//! (e.g. `OwnedId::as_json()`).
 
 use bytes::{BufMut, Bytes, BytesMut};
 

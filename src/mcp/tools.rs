@@ -5,17 +5,18 @@
 //! calls it through the [`Invoker`](crate::invoke::Invoker) with the arguments read from the
 //! request body (no copy of the JSON).
 //!
-//! Errors (2025-11-25 "Error Handling", SEP-1303, protocol/mcp.md §3.2): protocol errors are
-//! JSON-RPC errors — an unknown tool (-32602 "Unknown tool: x"), params that do not fit
-//! CallToolRequest (no `name`, `arguments` not an object). Tool execution errors are results
-//! with `isError: true` — downstream failures, timeouts, an answer the process-wide answer
-//! budget cannot hold ("Server busy: …", like any downstream failure), and *input validation* failures
-//! ("Input validation errors … should be reported as Tool Execution Errors rather than Protocol
-//! Errors, so the model can self-correct"): an argument missing or of the wrong type, or the
-//! `_schema_discovery`-only call. One exception: a path argument that is `.`, `..` or empty
-//! would change which downstream path is called, and is refused with -32602 (nothing is sent). Their text is the invoker's `safe_message()` (no downstream
-//! body, URL, host or transport detail) and they carry no `structuredContent`, so a client that
-//! validates against `outputSchema` sees the real error (§8 point 10).
+//! Errors (MCP 2025-11-25, Tools § Error Handling, SEP-1303): protocol errors are JSON-RPC errors —
+//! an unknown tool (-32602 "Unknown tool: x"), params that do not fit CallToolRequest (no `name`,
+//! `arguments` not an object). Tool execution errors are results with `isError: true` — downstream
+//! failures, timeouts, an answer the process-wide answer budget cannot hold ("Server busy: …", like
+//! any downstream failure), and *input validation* failures ("Input validation errors … should be
+//! reported as Tool Execution Errors rather than Protocol Errors, so the model can self-correct"):
+//! an argument missing or of the wrong type, or the `_schema_discovery`-only call. One exception: a
+//! path argument that is `.`, `..` or empty would change which downstream path is called, and is
+//! refused with -32602 (nothing is sent). Their text is the invoker's `safe_message()` (no
+//! downstream body, URL, host or transport detail) and they carry no `structuredContent`, so a
+//! client that validates against `outputSchema` sees the real error (`docs/mcp-pitfalls.md` point
+//! 10).
 //!
 //! Must not build JSON trees: results are written straight into a `BytesMut`.
 

@@ -4,7 +4,7 @@
 //! Owns only names and indices; must not hold counters (that is `requests.rs`) or format output
 //! (that is `render.rs`). Every label value here is a static ASCII string that needs no escaping.
 
-/// Which surface answered a request: one value per route family of DESIGN.md §4, so the series
+/// Which surface answered a request: one value per route family of `docs/routes.md`, so the series
 /// count stays fixed however many tenants and tools there are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RouteLabel {

@@ -2,7 +2,7 @@
 //! indexed by (route, method), written on every request with three relaxed `fetch_add`s.
 //!
 //! Owns the storage and the hot-path `observe`; must not take a lock or allocate on that path
-//! (DESIGN.md §10), and must not format text (it hands `render.rs` plain numbers).
+//! (`docs/hot-path.md`), and must not format text (it hands `render.rs` plain numbers).
 //!
 //! Layout: one [`Row`] per (route, method), aligned to 128 bytes so two cores recording
 //! different routes never write the same cache line (128 covers the adjacent-line prefetcher

@@ -1,4 +1,4 @@
-//! The cluster wiring of one instance (DESIGN.md §5), used by [`super::serve`] when
+//! The cluster wiring of one instance (`docs/cluster.md`), used by [`super::serve`] when
 //! `[cluster] redis_url` is set: connecting the Redis session store and backplane (refusing the
 //! start when Redis does not answer), the inbox that hands backplane messages to the local stream
 //! registry, and the cluster task that keeps this instance's stream-holder registrations fresh

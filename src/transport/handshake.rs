@@ -1,18 +1,19 @@
 //! The handshake era (2024-11-05 … 2025-11-25) on `/runtime/{tenant}/{client}/mcp`: POST with
 //! sessions, the standalone GET stream with `Last-Event-ID` resumption, and DELETE.
 //!
-//! POST (protocol/mcp.md §4): `initialize` mints a session (`Mcp-Session-Id`) unless sessions
-//! are off, and accepts a stale session id (it simply mints a new one); any other message names
-//! its session: unknown, expired, deleted or another owner's → 404 (§8 point 1), missing when
-//! `require_session` → 400. The version in force is the `MCP-Protocol-Version` header (unknown →
-//! 400), else the session's, else 2025-03-26 (§4.6). Requests are answered as SSE unless
-//! `post_framing = "json"` (or the client prefers JSON, or on the BOS platform endpoint), inline
-//! when the reply is ready at once; a session's `tools/call` that has to wait primes its stream
-//! at once and goes on in a task of its own (`streamed_call`). Within a session an SSE answer is registered with the stream registry as a `Post` stream
-//! so it can be resumed, and opens with a priming event when the session negotiated 2025-11-25
-//! or later (§8 point 3). JSON-RPC errors of a valid request stay on HTTP 200.
-//! `notifications/cancelled` aborts the named in-flight request of the session, which then sends
-//! no response (its SSE answer ends without one).
+//! POST (MCP 2025-11-25, Transports § Streamable HTTP): `initialize` mints a session
+//! (`Mcp-Session-Id`) unless sessions are off, and accepts a stale session id (it simply mints a
+//! new one); any other message names its session: unknown, expired, deleted or another owner's →
+//! 404 (`docs/mcp-pitfalls.md` point 1), missing when `require_session` → 400. The version in force
+//! is the `MCP-Protocol-Version` header (unknown → 400), else the session's, else 2025-03-26
+//! (Streamable HTTP § Protocol Version Header). Requests are answered as SSE unless `post_framing =
+//! "json"` (or the client prefers JSON, or on the BOS platform endpoint), inline when the reply is
+//! ready at once; a session's `tools/call` that has to wait primes its stream at once and goes on
+//! in a task of its own (`streamed_call`). Within a session an SSE answer is registered with the
+//! stream registry as a `Post` stream so it can be resumed, and opens with a priming event when the
+//! session negotiated 2025-11-25 or later (`docs/mcp-pitfalls.md` point 3). JSON-RPC errors of a
+//! valid request stay on HTTP 200. `notifications/cancelled` aborts the named in-flight request of
+//! the session, which then sends no response (its SSE answer ends without one).
 //!
 //! GET → the standalone stream (406 without `text/event-stream` in Accept, 409 for a second one,
 //! 405 when SSE or sessions are off, 400/404 for the session as above). DELETE → 204, then 404.
@@ -58,7 +59,8 @@ pub struct Bound {
 
 /// The owner a session of this target is bound to: tenant and client from the path, and the
 /// authenticated caller. A request naming a session whose owner differs is answered exactly like
-/// one naming an unknown session (404), protocol/auth.md §7.5.
+/// one naming an unknown session (404): MCP 2025-11-25, Security Best Practices § Session
+/// Hijacking binds session ids to the authenticated user.
 pub fn owner<'a>(target: &'a Target<'_>, caller: &'a Caller) -> Owner<'a> {
     Owner::new(&target.tenant, &target.client, &caller.caller_id)
 }
@@ -459,11 +461,12 @@ fn cancelled_answer(transport: &Transport, owner: Owner<'_>, bound: &Bound) -> R
     response::event_stream(Body::frames(frames))
 }
 
-/// The `MCP-Protocol-Version` header, checked: "If the server receives a request with an invalid
-/// or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request." A missing header
-/// is not an error (§4.6), and `initialize` negotiates in its body whatever the header says.
-/// The refusal carries no id, whatever the body: the runtime document answers an unsupported
-/// protocol version "with an HTTP error status whose body carries a JSON-RPC error with no id".
+/// The `MCP-Protocol-Version` header, checked: "If the server receives a request with an invalid or
+/// unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request." A missing header is not
+/// an error (Streamable HTTP § Protocol Version Header), and `initialize` negotiates in its body
+/// whatever the header says. The refusal carries no id, whatever the body: the runtime document
+/// answers an unsupported protocol version "with an HTTP error status whose body carries a JSON-RPC
+/// error with no id".
 fn header_version(parts: &Parts, is_initialize: bool) -> Result<Option<ProtocolVersion>, Error> {
     let Some(value) = parts.headers.get(MCP_PROTOCOL_VERSION) else {
         return Ok(None);

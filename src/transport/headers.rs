@@ -1,6 +1,6 @@
-//! The stateless-era routing headers (protocol/mcp.md §6.6, SEP-2243): reading
-//! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`, decoding the Base64 sentinel form
-//! `=?base64?…?=`, and comparing them with the body.
+//! The stateless-era routing headers (MCP 2026-07-28, Streamable HTTP § Request Metadata,
+//! SEP-2243): reading `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`, decoding the Base64
+//! sentinel form `=?base64?…?=`, and comparing them with the body.
 //!
 //! Pure functions over a `HeaderMap`; every failure is a [`HeaderMismatch`] (answered -32020
 //! with HTTP 400 by the transport). Must not know MCP methods beyond the header names.

@@ -3,11 +3,11 @@
 //!
 //! A request registers itself before it is dispatched and is removed when it completes (the
 //! [`Registration`] guard removes it on drop, whether the request finished, failed, was cancelled
-//! or the connection went away). The request future runs inline in the connection's task,
-//! wrapped in [`Abortable`](futures_util::future::Abortable); cancelling aborts it at its next
-//! poll, which drops the dispatch future (and with it any downstream call). Unknown or finished
-//! ids are ignored ("races are normal", protocol/mcp.md §2.3). Must not know MCP methods or
-//! HTTP: it sees keys, ids and abort handles.
+//! or the connection went away). The request future runs inline in the connection's task, wrapped
+//! in [`Abortable`](futures_util::future::Abortable); cancelling aborts it at its next poll, which
+//! drops the dispatch future (and with it any downstream call). Unknown or finished ids are ignored
+//! (races are normal: MCP 2025-11-25, Utilities § Cancellation). Must not know MCP methods or HTTP:
+//! it sees keys, ids and abort handles.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};

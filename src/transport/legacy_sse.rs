@@ -1,5 +1,5 @@
 //! The deprecated HTTP+SSE transport (2024-11-05): `GET /runtime/{t}/{c}/sse` and
-//! `POST /runtime/{t}/{c}/messages?sessionId=…` (protocol/mcp.md §5).
+//! `POST /runtime/{t}/{c}/messages?sessionId=…` (MCP 2024-11-05, Transports § HTTP with SSE).
 //!
 //! GET mints a session and answers a long-lived stream carrying it in `Mcp-Session-Id`; the
 //! first event is `event: endpoint` whose data is the relative POST URL (path segments

@@ -1,9 +1,9 @@
 //! Writing a dispatcher outcome as a JSON-RPC response, and answering it inline as one JSON body
 //! or a few known SSE frames.
 //!
-//! No task and no channel here: the frames of an inline SSE answer are all known when the
-//! response is built (DESIGN.md §10). Must not know MCP methods: it sees a result's bytes or an
-//! error's code, message and data.
+//! No task and no channel here: the frames of an inline SSE answer are all known when the response
+//! is built (`docs/hot-path.md`). Must not know MCP methods: it sees a result's bytes or an error's
+//! code, message and data.
 
 use bytes::{Bytes, BytesMut};
 use http::{Response, StatusCode};

@@ -1,14 +1,14 @@
 //! The `bos/source-results/v1` event stream of a federated read that negotiated it.
 //!
-//! Wire (shared/spec/000 §2–§5): `Content-Type: text/event-stream`, `Cache-Control: no-cache`,
-//! `X-Accel-Buffering: no`; the body opens with the comment `: bos/source-results/v1`, carries one
-//! `event: message` frame per source event (`notifications/bos/source_result`) the moment the
-//! federation emits it, `: keepalive` comments while idle, and ends with one final frame holding
-//! the JSON-RPC response (the original id and the self-contained `CallToolResult`). No event ids
-//! and no priming event: these streams are not resumable, so they are not registered with the
-//! stream registry. The client closing the stream drops the run, which cancels every source read
-//! at once. A server drain does not cut the stream (its final result is the point); the drain
-//! grace bounds it.
+//! Wire (the published `bos/source-results/v1` contract §2–§5; `src/federation/contract.md`):
+//! `Content-Type: text/event-stream`, `Cache-Control: no-cache`, `X-Accel-Buffering: no`; the body
+//! opens with the comment `: bos/source-results/v1`, carries one `event: message` frame per source
+//! event (`notifications/bos/source_result`) the moment the federation emits it, `: keepalive`
+//! comments while idle, and ends with one final frame holding the JSON-RPC response (the original
+//! id and the self-contained `CallToolResult`). No event ids and no priming event: these streams
+//! are not resumable, so they are not registered with the stream registry. The client closing the
+//! stream drops the run, which cancels every source read at once. A server drain does not cut the
+//! stream (its final result is the point); the drain grace bounds it.
 //!
 //! Must not decide whether to stream (the dispatcher did) nor shape events (the federation does).
 

@@ -1,14 +1,14 @@
 //! The stateless era (2026-07-28) on `POST /runtime/{tenant}/{client}/mcp`: the validation
 //! ladder, inline answers, and `subscriptions/listen` streams.
 //!
-//! Ladder (protocol/mcp.md §6.6–6.7), first failing rung wins, every error carrying the request
-//! id: `_meta` version present (-32602/400) → `MCP-Protocol-Version` equals it and `Mcp-Method`
-//! equals the method (-32020/400) → required `_meta` keys (-32602/400) and a supported version
-//! (-32022/400 with `data`) → `Mcp-Name` equals the routing name for `tools/call`,
-//! `prompts/get`, `resources/read` (-32020/400) → dispatch: unknown method -32601/**404**, any
-//! other handler error in-band on 200. Header values are decoded from the Base64 sentinel form
-//! first ([`super::headers`]). `Mcp-Session-Id` and `Last-Event-ID` are never minted nor
-//! honoured. Notifications → 202.
+//! Ladder (MCP 2026-07-28, Streamable HTTP § Server Validation; `docs/eras.md`), first failing rung
+//! wins, every error carrying the request id: `_meta` version present (-32602/400) →
+//! `MCP-Protocol-Version` equals it and `Mcp-Method` equals the method (-32020/400) → required
+//! `_meta` keys (-32602/400) and a supported version (-32022/400 with `data`) → `Mcp-Name` equals
+//! the routing name for `tools/call`, `prompts/get`, `resources/read` (-32020/400) → dispatch:
+//! unknown method -32601/**404**, any other handler error in-band on 200. Header values are decoded
+//! from the Base64 sentinel form first ([`super::headers`]). `Mcp-Session-Id` and `Last-Event-ID`
+//! are never minted nor honoured. Notifications → 202.
 //!
 //! Cancellation is the connection: the dispatch future runs inline in the connection's task, so
 //! a client that closes its response stream drops the future, and with it any downstream call.

@@ -1,12 +1,12 @@
 //! Streamable HTTP, `POST|GET|DELETE /runtime/{tenant}/{client}/mcp`: the shared front of both
-//! protocol eras, and the per-request era classification (protocol/mcp.md §6.7).
+//! protocol eras, and the per-request era classification (`docs/eras.md`).
 //!
 //! POST pipeline: [the gate](crate::access) (Origin 403, tenant and client 404, credential
 //! 401/403) → Accept (406) → Content-Type (415) → body (413) → JSON-RPC parse (400; -32700
 //! with `"id": null`, -32600 with the id when it could be read) → the called tool's own scope (403) → era:
 //! - a body whose `params._meta` names a protocol version, or an `MCP-Protocol-Version` header
 //!   naming a stateless-era version (except on `initialize`, which negotiates in the body
-//!   whatever the header says: §8 point 11) → [`stateless`];
+//!   whatever the header says: `docs/mcp-pitfalls.md` point 11) → [`stateless`];
 //! - anything else → [`handshake`].
 //!
 //! GET (standalone stream) and DELETE (session end) belong to the handshake era only.
@@ -84,8 +84,8 @@ pub fn check_tool_scope(
 
 /// Reads and parses a POST body after the media-type checks shared by every MCP POST.
 ///
-/// "The client MUST include an Accept header, listing both application/json and
-/// text/event-stream as supported content types." Wildcards and parameters count (§8 point 5).
+/// "The client MUST include an Accept header, listing both application/json and text/event-stream
+/// as supported content types." Wildcards and parameters count (`docs/mcp-pitfalls.md` point 5).
 pub fn check_post_headers(parts: &Parts) -> Result<Accept, Error> {
     let accept = Accept::from_headers(&parts.headers);
     if !(accept.accepts_json() && accept.accepts_sse()) {
@@ -172,7 +172,7 @@ where
     }
 }
 
-/// The era of a POSTed message (protocol/mcp.md §6.7, "body-primary classification").
+/// The era of a POSTed message, body first (`docs/eras.md`).
 pub fn classify(parts: &Parts, message: &Message<'_>) -> Era {
     let (method, params) = match message {
         Message::Request { method, params, .. } | Message::Notification { method, params } => {
@@ -181,17 +181,17 @@ pub fn classify(parts: &Parts, message: &Message<'_>) -> Era {
         // Responses only exist in the handshake era (servers send no requests in 2026).
         Message::Response { .. } | Message::ErrorResponse { .. } => return Era::Handshake,
     };
-    // "Body has params._meta["io.modelcontextprotocol/protocolVersion"] … modern path."
+    // A body whose `_meta` names a protocol version is a stateless-era request.
     if has_meta_version(params) {
         return Era::Stateless;
     }
-    // "Never reject initialize at the HTTP layer because the header names a version newer than
-    // yours. Negotiate in the body." (§8 point 11)
+    // `initialize` is never refused for its header, even one naming a newer version: it
+    // negotiates in the body (`docs/mcp-pitfalls.md` point 11).
     if method == "initialize" {
         return Era::Handshake;
     }
-    // "… or the MCP-Protocol-Version header names a non-handshake version": modern path. That
-    // is read as "names a stateless-era version": a header naming no version this runtime
+    // Otherwise a header naming a stateless-era version makes it a stateless-era request. A
+    // header naming no version this runtime
     // knows, on a body without the modern envelope, is a handshake-era request with an
     // unsupported version, which that era refuses with 400 and no id (the runtime document:
     // input the server cannot accept "is answered with an HTTP error status whose body carries

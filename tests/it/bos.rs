@@ -1,7 +1,8 @@
 //! Integration tests: the BOS platform endpoint (`/mcp/apps/bos/platform`) over real sockets —
-//! API-key authentication that finds the tenant, per-caller contexts with signed handles, the
-//! three platform tools, and `bos_execute` of a federated read streaming with the public context
-//! and ending with the identity envelope (shared/spec/000 §2, §5), in both protocol eras.
+//! API-key authentication that finds the tenant, per-caller contexts with signed handles, the three
+//! platform tools, and `bos_execute` of a federated read streaming with the public context and
+//! ending with the identity envelope (the published `bos/source-results/v1` contract §2, §5), in
+//! both protocol eras.
 
 use std::net::SocketAddr;
 use std::ops::Deref;

@@ -1,7 +1,7 @@
 //! Integration tests: federated reads and the `bos/source-results/v1` event stream, over real
 //! sockets, against real provider servers started by each test, read by a streaming client that
 //! parses the SSE incrementally with `sluice::sse::Decoder` and checks the contract's consumer
-//! checklist (shared/spec/000 §6) on every stream.
+//! checklist (the published `bos/source-results/v1` contract §6) on every stream.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;

@@ -587,7 +587,8 @@ async fn initialize_mints_a_session_id_of_22_visible_characters() {
     // An unsupported version is answered with the latest, never echoed.
     let reply = post(sluice.addr, &[], &initialize_body("1999-01-01")).await;
     assert_eq!(reply.json()["result"]["protocolVersion"], "2025-11-25");
-    // A version header the runtime does not know does not block initialize (§8 point 11).
+    // A version header the runtime does not know does not block initialize
+    // (`docs/mcp-pitfalls.md` point 11).
     let reply = post(
         sluice.addr,
         &[("mcp-protocol-version", "2030-01-01")],

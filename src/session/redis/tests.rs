@@ -3,7 +3,7 @@
 //!
 //! Redis is found at `SLUICE_TEST_REDIS_URL` (default `redis://127.0.0.1:6379`). When it is not
 //! reachable each test prints a visible skip line and passes, unless `SLUICE_REQUIRE_REDIS=1`,
-//! which makes it fail instead (DESIGN.md §5). Each test works under its own random prefix and
+//! which makes it fail instead (`docs/cluster.md`). Each test works under its own random prefix and
 //! deletes its keys at the end, so runs never see each other's sessions.
 //!
 //! Expiry runs on the Redis server clock, which `tokio::time::pause` cannot stop, so the
