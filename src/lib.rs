@@ -1,7 +1,8 @@
 //! sluice: a high-throughput MCP runtime.
 //!
-//! The crate is layered as a pipeline; each module is one stage and lower stages never import
-//! higher ones (see `ARCHITECTURE.md` for the map and its invariants):
+//! The crate is a set of modules, one concern each; imports between them form no cycle. They
+//! are listed leaves first: a module imports only modules listed above it (see
+//! `ARCHITECTURE.md` for the map and its invariants):
 //!
 //! - [`sse`]: the Server-Sent Events codec (encoder on pooled buffers, incremental decoder).
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages parsed in place with simd-json, written into pooled buffers.
@@ -9,23 +10,24 @@
 //! - [`rescue`]: the one table from a failure to its HTTP status and JSON-RPC code, the MCP and
 //!   server error codes, the one error writer.
 //! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, error responses.
-//! - [`config`]: the configuration file's model, loading with positions, environment overrides,
-//!   validation.
-//! - [`catalog`]: immutable per-tenant snapshots of a configuration, schema generation, plans.
-//! - [`invoke`]: downstream calls with exposed↔source field translation and correlation.
-//! - [`mcp`]: the MCP dispatcher and every method, `_meta` rules and era-specific result shapes.
-//! - [`session`]: session ids, records, the session store and backplane seams (process-local).
-//! - [`transport`]: MCP over HTTP: Streamable HTTP in both eras, legacy HTTP+SSE, live streams.
-//! - [`rest`]: the REST surface over the catalog and invoke code.
-//! - [`auth`]: credentials (API keys, JWT bearer tokens) → `Caller`; challenges; resource metadata.
-//! - [`access`]: the gate every tenant-scoped request passes (Origin, tenant, credential, scopes).
-//! - [`audit`]: audit records and their bounded background writer.
-//! - [`metrics`]: the Prometheus registry behind `/metrics`.
-//! - [`log_limit`]: repeated warnings rate-limited per tenant and kind (bounded, lock-sharded).
-//! - [`federation`]: federated reads fanned out over provider sources, their source events and
-//!   the identity merge (`bos/source-results/v1`).
 //! - [`bos`]: the BOS platform pieces: contexts, signed context handles, platform tools, the
 //!   identity envelope.
+//! - [`config`]: the configuration file's model, loading with positions, environment overrides,
+//!   validation.
+//! - [`audit`]: audit records and their bounded background writer.
+//! - [`catalog`]: immutable per-tenant snapshots of a configuration, schema generation, plans.
+//! - [`auth`]: credentials (API keys, JWT bearer tokens) → `Caller`; challenges; resource metadata.
+//! - [`metrics`]: the Prometheus registry behind `/metrics`.
+//! - [`invoke`]: downstream calls with exposed↔source field translation and correlation.
+//! - [`federation`]: federated reads fanned out over provider sources, their source events and
+//!   the identity merge (`bos/source-results/v1`).
+//! - [`log_limit`]: repeated warnings rate-limited per tenant and kind (bounded, lock-sharded).
+//! - [`session`]: session ids, records, the session store and backplane seams (process-local
+//!   and Redis).
+//! - [`access`]: the gate every tenant-scoped request passes (Origin, tenant, credential, scopes).
+//! - [`mcp`]: the MCP dispatcher and every method, `_meta` rules and era-specific result shapes.
+//! - [`transport`]: MCP over HTTP: Streamable HTTP in both eras, legacy HTTP+SSE, live streams.
+//! - [`rest`]: the REST surface over the catalog and invoke code.
 //! - [`admin`]: `POST /admin/reload`.
 //! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
 //! - [`bench`]: `sluice bench`, the MCP load generator and idle-session hold (a client only).

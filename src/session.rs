@@ -1,4 +1,4 @@
-//! Sessions: records, the `SessionStore` and `Backplane` seams, and their process-local
+//! Sessions: records, the `SessionStore` and `Backplane` seams, and their process-local and Redis
 //! implementations.
 //!
 //! - `id.rs`: [`SessionId`], 128 random bits as 22 characters of base64url.

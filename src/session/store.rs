@@ -1,7 +1,7 @@
 //! The `SessionStore` contract: the seam between the transport and where session state lives
-//! (process-local maps today, Redis later).
+//! (process-local maps, or Redis shared by several instances).
 //!
-//! Owns the contract only; implementations live in `local.rs` (and later `redis.rs`). Callers
+//! Owns the contract only; implementations live in `local.rs` and `redis/store.rs`. Callers
 //! go through the [`Sessions`](super::Sessions) front, whose inherent async methods dispatch by
 //! `match` (no boxed futures on the hot path).
 
