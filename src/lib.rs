@@ -54,6 +54,7 @@ pub mod rescue;
 pub mod rest;
 pub mod server;
 pub mod session;
+pub(crate) mod shard;
 pub mod sse;
 pub mod transport;
 

@@ -215,10 +215,7 @@ async fn refresh_gauges(state: &State) {
     let frames = response::SSE_FRAMES.load(Relaxed);
     let bytes = response::SSE_BYTES.load(Relaxed);
     let (seen_frames, seen_bytes) = {
-        let mut seen = match state.sse_seen.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut seen = state.sse_seen.lock();
         std::mem::replace(&mut *seen, (frames, bytes))
     };
     state.metrics.add_sse(
