@@ -45,6 +45,7 @@ pub mod demo;
 pub mod federation;
 pub mod http;
 pub mod invoke;
+pub(crate) mod json_text;
 pub mod jsonrpc;
 pub mod log_limit;
 pub mod mcp;
