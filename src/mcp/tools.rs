@@ -120,10 +120,7 @@ pub(crate) async fn call(
         Some(arguments) => simd_json::value::lazy::Value::from_tape(arguments).into_value(),
         None => BorrowedValue::object(),
     };
-    let policy = CorrelationPolicy::from_model(&tool.correlation).map_err(|err| {
-        tracing::error!(tool = %tool.name, error = %err, "invalid correlation header in catalog");
-        McpError::Internal
-    })?;
+    let policy = CorrelationPolicy::of_tool(tool);
     if matches!(tool.def.downstream, Downstream::Federated(_)) {
         // The plan validates the arguments and turns them into the query every source gets.
         let query = match federated::source_query(d, tool, &policy, scope.call, &arguments) {
