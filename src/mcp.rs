@@ -99,6 +99,62 @@ pub struct Scope<'a> {
     pub platform: bool,
 }
 
+impl<'a> Scope<'a> {
+    /// The scope of a request of `tenant`'s `client` on `snapshot`, in `era` at `version`:
+    /// outside a session, on the `mcp` surface, no source streaming, not the platform
+    /// endpoint (the `with_*` setters change those).
+    pub fn new(
+        tenant: &'a str,
+        client: &'a str,
+        snapshot: &'a Snapshot,
+        (era, version): (Era, ProtocolVersion),
+        call: &'a CallContext,
+        caller: &'a Caller,
+    ) -> Self {
+        Self {
+            tenant,
+            client,
+            snapshot,
+            era,
+            version,
+            call,
+            caller,
+            session: None,
+            surface: Surface::Mcp,
+            stream_sources: false,
+            platform: false,
+        }
+    }
+
+    /// The request belongs to `session`.
+    pub fn with_session(mut self, session: Option<SessionId>) -> Self {
+        self.session = session;
+        self
+    }
+
+    /// The request came through the BOS platform endpoint when `platform` (its audit surface
+    /// is then `bos`).
+    pub fn with_platform(mut self, platform: bool) -> Self {
+        self.platform = platform;
+        if platform {
+            self.surface = Surface::Bos;
+        }
+        self
+    }
+
+    /// The transport that carried the request.
+    pub fn with_surface(mut self, surface: Surface) -> Self {
+        self.surface = surface;
+        self
+    }
+
+    /// Whether the answer may stream source events before the result.
+    pub fn with_stream_sources(mut self, stream_sources: bool) -> Self {
+        self.stream_sources = stream_sources;
+        self
+    }
+}
+
 /// What the server advertises for the `bos/source-results/v1` extension under
 /// `capabilities.experimental` (design §7).
 #[derive(Debug, Clone, PartialEq, Eq)]

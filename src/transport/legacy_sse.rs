@@ -231,19 +231,16 @@ where
                     return;
                 };
                 let owner = Owner::new(&tenant, &client, &caller.caller_id);
-                let scope = Scope {
-                    tenant: &tenant,
-                    client: &client,
-                    snapshot: &snapshot,
-                    era: Era::Handshake,
-                    version: bound.info.version,
-                    call: &call,
-                    caller: &caller,
-                    session: Some(bound.id),
-                    surface: crate::audit::Surface::LegacySse,
-                    stream_sources: false,
-                    platform: false,
-                };
+                let scope = Scope::new(
+                    &tenant,
+                    &client,
+                    &snapshot,
+                    (Era::Handshake, bound.info.version),
+                    &call,
+                    &caller,
+                )
+                .with_session(Some(bound.id))
+                .with_surface(crate::audit::Surface::LegacySse);
                 let (_registration, abort) =
                     transport.inflight.register(bound.id, id.to_owned_id());
                 let dispatch = transport
@@ -289,19 +286,16 @@ where
             });
         }
         Message::Notification { method, params } => {
-            let scope = Scope {
-                tenant: &target.tenant,
-                client: &target.client,
-                snapshot: &snapshot,
-                era: Era::Handshake,
-                version: bound.info.version,
-                call: &call,
-                caller: &caller,
-                session: Some(bound.id),
-                surface: crate::audit::Surface::LegacySse,
-                stream_sources: false,
-                platform: false,
-            };
+            let scope = Scope::new(
+                &target.tenant,
+                &target.client,
+                &snapshot,
+                (Era::Handshake, bound.info.version),
+                &call,
+                &caller,
+            )
+            .with_session(Some(bound.id))
+            .with_surface(crate::audit::Surface::LegacySse);
             match transport
                 .dispatcher
                 .notification(&scope, method, params.as_ref())
