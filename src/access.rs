@@ -22,7 +22,7 @@ use crate::auth::{self, challenge, prm, AuthError, Authenticator, Caller};
 use crate::catalog::{ClientView, Snapshot};
 use crate::http::guard::Guard;
 use crate::http::{Error, Target};
-use crate::invoke::correlation::external_from_headers;
+use crate::invoke::correlation::{external_from_headers, ExternalCorrelationId};
 
 /// Which endpoint of a tenant's client application a request addresses; decides the resource
 /// URL (the default JWT audience) and the metadata a challenge points at.
@@ -72,6 +72,9 @@ pub struct Admitted {
     /// Whether the request came through the BOS platform endpoint (its `tools/list` and
     /// `tools/call` are the platform tools).
     pub platform: bool,
+    /// The accepted `X-Correlation-Id`, read once by the router (which also echoes it) and
+    /// handed to the transport's `CallContext`.
+    pub external: Option<ExternalCorrelationId>,
 }
 
 /// The gate. One per server; cheap to share.
@@ -137,6 +140,7 @@ impl Access {
                 snapshot,
                 caller,
                 platform: false,
+                external: None,
             }),
             Err(err) => {
                 self.audit_failure(parts, view, endpoint, &err, started)
@@ -199,6 +203,7 @@ impl Access {
                     snapshot,
                     caller,
                     platform: true,
+                    external: None,
                 },
                 owner,
             )),

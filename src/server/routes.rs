@@ -20,7 +20,7 @@ use crate::http::cors::{self, Policy};
 use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
 use crate::http::Error;
-use crate::invoke::correlation::external_from_headers;
+use crate::invoke::correlation::{external_from_headers, ExternalCorrelationId};
 use crate::invoke::EXTERNAL_CORRELATION_ID_HEADER;
 use crate::log_limit::{warn_limited, Kind};
 use crate::metrics::{MethodLabel, RouteLabel};
@@ -60,18 +60,25 @@ pub(super) async fn handle(state: &State, req: Request<Incoming>) -> Response<Bo
         }
     };
     let (label, cors_policy) = describe(&route);
-    let mut response = answer(state, &parts, body, route)
+    // Read once: the MCP transports' call context gets it, and the answer echoes it.
+    let external = matches!(
+        route,
+        Route::Mcp(_) | Route::LegacyMessages(_) | Route::BosPlatform
+    )
+    .then(|| external_from_headers(&parts.headers))
+    .flatten();
+    let echo = matches!(label, RouteLabel::Mcp | RouteLabel::LegacyMessages)
+        .then(|| external.as_ref().map(|id| id.header_value().clone()))
+        .flatten();
+    let mut response = answer(state, &parts, body, route, external)
         .await
         .unwrap_or_else(Error::into_response);
-    if matches!(label, RouteLabel::Mcp | RouteLabel::LegacyMessages) {
-        // "Echoes the accepted value back on X-External-Correlation-Id" (the REST surface does
-        // the same in `rest`); a value that fails the acceptance rules is not echoed.
-        if let Some(external) = external_from_headers(&parts.headers) {
-            response.headers_mut().insert(
-                EXTERNAL_CORRELATION_ID_HEADER,
-                external.header_value().clone(),
-            );
-        }
+    // "Echoes the accepted value back on X-External-Correlation-Id" (the REST surface does the
+    // same in `rest`); a value that fails the acceptance rules is not echoed.
+    if let Some(echo) = echo {
+        response
+            .headers_mut()
+            .insert(EXTERNAL_CORRELATION_ID_HEADER, echo);
     }
     if let Some(policy) = cors_policy {
         cors::decorate(
@@ -91,10 +98,12 @@ async fn answer(
     parts: &http::request::Parts,
     body: Incoming,
     route: Route<'_>,
+    external: Option<ExternalCorrelationId>,
 ) -> Result<Response<Body>, Error> {
     match route {
         Route::Mcp(target) => {
-            let admitted = admit(state, parts, &target, Endpoint::Mcp).await?;
+            let mut admitted = admit(state, parts, &target, Endpoint::Mcp).await?;
+            admitted.external = external;
             streamable::handle(&state.mcp, parts, body, &target, admitted).await
         }
         Route::LegacySse(target) => {
@@ -102,7 +111,8 @@ async fn answer(
             legacy_sse::open(&state.mcp, parts, &target, &admitted.caller).await
         }
         Route::LegacyMessages(target) => {
-            let admitted = admit(state, parts, &target, Endpoint::LegacySse).await?;
+            let mut admitted = admit(state, parts, &target, Endpoint::LegacySse).await?;
+            admitted.external = external;
             legacy_sse::post(&state.mcp, parts, body, &target, admitted).await
         }
         Route::RestTools(target) => {
@@ -119,10 +129,11 @@ async fn answer(
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz => readyz(state).await,
         Route::BosPlatform => {
-            let (admitted, owner) = state
+            let (mut admitted, owner) = state
                 .access
                 .admit_platform(parts, state.catalog.current())
                 .await?;
+            admitted.external = external;
             let target = crate::http::Target {
                 tenant: std::borrow::Cow::Owned(owner.tenant.to_string()),
                 client: std::borrow::Cow::Owned(owner.client.to_string()),

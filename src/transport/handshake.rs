@@ -98,7 +98,7 @@ pub async fn post(
     let version = header_version
         .or(session.as_ref().map(|s| s.info.version))
         .unwrap_or(ProtocolVersion::DEFAULT_HANDSHAKE);
-    let call = CallContext::from_headers(&parts.headers);
+    let call = CallContext::new(admitted.external.clone());
     let scope = Scope::new(
         &target.tenant,
         &target.client,

@@ -150,7 +150,10 @@ where
 {
     enabled(transport)?;
     let Admitted {
-        snapshot, caller, ..
+        snapshot,
+        caller,
+        external,
+        ..
     } = admitted;
     let session_text = session_query(parts.uri.query())
         .ok_or(Error::SessionRequired("the sessionId query parameter"))?;
@@ -191,7 +194,7 @@ where
         Endpoint::LegacySse,
         &message,
     )?;
-    let call = CallContext::from_headers(&parts.headers);
+    let call = CallContext::new(external);
 
     if matches!(message, Message::Request { .. })
         && transport.bus.is_shared()

@@ -59,7 +59,7 @@ pub async fn post(
     let params = params.as_ref();
     let version = validate(parts, id, method, params)?;
 
-    let call = CallContext::from_headers(&parts.headers);
+    let call = CallContext::new(admitted.external.clone());
     let scope = Scope::new(
         &target.tenant,
         &target.client,
