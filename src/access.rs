@@ -67,6 +67,9 @@ pub fn endpoint_path(tenant: &str, client: &str, endpoint: Endpoint) -> String {
 pub struct Admitted {
     /// The snapshot read at the start of the request (surfaces use this one, not a newer one).
     pub snapshot: Arc<Snapshot>,
+    /// What the client sees in `snapshot`, found by the gate (transports and methods use this
+    /// one instead of looking it up again).
+    pub view: Arc<ClientView>,
     /// Who is calling.
     pub caller: Caller,
     /// Whether the request came through the BOS platform endpoint (its `tools/list` and
@@ -137,6 +140,7 @@ impl Access {
             .await
         {
             Ok(caller) => Ok(Admitted {
+                view: Arc::clone(view),
                 snapshot,
                 caller,
                 platform: false,
@@ -200,6 +204,7 @@ impl Access {
         {
             Ok(caller) => Ok((
                 Admitted {
+                    view: Arc::clone(view),
                     snapshot,
                     caller,
                     platform: true,

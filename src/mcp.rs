@@ -47,7 +47,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::audit::{Audit, Surface};
 use crate::auth::Caller;
-use crate::catalog::Snapshot;
+use crate::catalog::{ClientView, Snapshot};
 use crate::federation::{Federation, FederationConfig};
 use crate::invoke::{CallContext, Invoker};
 use crate::jsonrpc::{ErrorCode, Payload};
@@ -77,6 +77,9 @@ pub struct Scope<'a> {
     pub client: &'a str,
     /// The catalog snapshot read at the start of the request.
     pub snapshot: &'a Snapshot,
+    /// What the client sees in `snapshot` (`None` for an unknown client), looked up once by the
+    /// gate ([`crate::access::Admitted::view`]) instead of by every method.
+    pub view: Option<&'a Arc<ClientView>>,
     /// The request's era.
     pub era: Era,
     /// The protocol version in force: the session's negotiated one, the header's, or the
@@ -107,6 +110,7 @@ impl<'a> Scope<'a> {
         tenant: &'a str,
         client: &'a str,
         snapshot: &'a Snapshot,
+        view: Option<&'a Arc<ClientView>>,
         (era, version): (Era, ProtocolVersion),
         call: &'a CallContext,
         caller: &'a Caller,
@@ -115,6 +119,7 @@ impl<'a> Scope<'a> {
             tenant,
             client,
             snapshot,
+            view,
             era,
             version,
             call,

@@ -125,6 +125,7 @@ mod tests {
             "t",
             "c",
             &snapshot,
+            snapshot.client("t", "c"),
             (era, crate::protocol::ProtocolVersion::V2025_11_25),
             &ctx,
             &caller,

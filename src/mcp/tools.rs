@@ -43,7 +43,7 @@ pub(crate) fn list(
     params: Option<&Payload<'_>>,
 ) -> Result<Reply, McpError> {
     let cursor = params::opt_str(params::root(params)?, "cursor")?;
-    let view = scope.snapshot.client(scope.tenant, scope.client);
+    let view = scope.view;
     let (entries, tag) = match view {
         Some(view) => (view.list_entries(), view.fingerprint()),
         None => (&[][..], 0),
@@ -102,7 +102,7 @@ pub(crate) async fn call(
 ) -> Result<Reply, McpError> {
     let raw_params = params;
     let params = CallParams::parse(params)?;
-    let view = scope.snapshot.client(scope.tenant, scope.client);
+    let view = scope.view;
     let tool = view.and_then(|view| view.tool(params.name));
     let Some(tool) = tool else {
         return match view {

@@ -151,6 +151,7 @@ where
     enabled(transport)?;
     let Admitted {
         snapshot,
+        view,
         caller,
         external,
         ..
@@ -186,14 +187,7 @@ where
     let raw = buf.to_vec();
     let mut parsed = buf;
     let message = jsonrpc::parse(&mut parsed).map_err(streamable::parse_error)?;
-    streamable::check_tool_scope(
-        transport,
-        &snapshot,
-        target,
-        &caller,
-        Endpoint::LegacySse,
-        &message,
-    )?;
+    streamable::check_tool_scope(transport, &view, &caller, Endpoint::LegacySse, &message)?;
     let call = CallContext::new(external);
 
     if matches!(message, Message::Request { .. })
@@ -238,6 +232,7 @@ where
                     &tenant,
                     &client,
                     &snapshot,
+                    Some(&view),
                     (Era::Handshake, bound.info.version),
                     &call,
                     &caller,
@@ -293,6 +288,7 @@ where
                 &target.tenant,
                 &target.client,
                 &snapshot,
+                Some(&view),
                 (Era::Handshake, bound.info.version),
                 &call,
                 &caller,

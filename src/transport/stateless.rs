@@ -64,6 +64,7 @@ pub async fn post(
         &target.tenant,
         &target.client,
         snapshot,
+        Some(&admitted.view),
         (Era::Stateless, version),
         &call,
         caller,
