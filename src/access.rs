@@ -118,16 +118,20 @@ impl Access {
         &self.guard
     }
 
-    /// Runs the gate for a request to `endpoint` of `target`.
+    /// Runs the gate for a request to `endpoint` of `target`. `origin` is the verdict of
+    /// [`Guard::check_origin`] on the request, which the router has already reached (it also
+    /// decides the CORS headers), so it is not checked twice.
     pub async fn admit(
         &self,
         parts: &Parts,
         target: &Target<'_>,
         endpoint: Endpoint,
         snapshot: Arc<Snapshot>,
+        origin: Result<(), Error>,
     ) -> Result<Admitted, Error> {
         self.guard
-            .check(&parts.headers, &parts.uri, parts.version)?;
+            .check_host(&parts.headers, &parts.uri, parts.version)?;
+        origin?;
         let Some(view) = snapshot.client(&target.tenant, &target.client) else {
             return Err(unknown_client());
         };
@@ -163,9 +167,11 @@ impl Access {
         &self,
         parts: &Parts,
         snapshot: Arc<Snapshot>,
+        origin: Result<(), Error>,
     ) -> Result<(Admitted, crate::catalog::ClientKey), Error> {
         self.guard
-            .check(&parts.headers, &parts.uri, parts.version)?;
+            .check_host(&parts.headers, &parts.uri, parts.version)?;
+        origin?;
         // Before the key names a tenant: two different credentials name no one.
         auth::check_unambiguous(&parts.headers).map_err(|err| bad_credentials(&err))?;
         let metadata = prm::metadata_url(&self.public_base, crate::bos::PLATFORM_PATH);
