@@ -99,6 +99,7 @@ fn bench_dispatch(c: &mut Criterion) {
         tenant: "bench",
         client: "agent",
         snapshot: &snapshot,
+        view: snapshot.client("bench", "agent"),
         era: Era::Handshake,
         version: sluice::protocol::ProtocolVersion::V2025_11_25,
         call: &ctx,

@@ -22,7 +22,7 @@ use crate::auth::{self, challenge, prm, AuthError, Authenticator, Caller};
 use crate::catalog::{ClientView, Snapshot};
 use crate::http::guard::Guard;
 use crate::http::{Error, Target};
-use crate::invoke::correlation::external_from_headers;
+use crate::invoke::correlation::{external_from_headers, ExternalCorrelationId};
 
 /// Which endpoint of a tenant's client application a request addresses; decides the resource
 /// URL (the default JWT audience) and the metadata a challenge points at.
@@ -67,11 +67,17 @@ pub fn endpoint_path(tenant: &str, client: &str, endpoint: Endpoint) -> String {
 pub struct Admitted {
     /// The snapshot read at the start of the request (surfaces use this one, not a newer one).
     pub snapshot: Arc<Snapshot>,
+    /// What the client sees in `snapshot`, found by the gate (transports and methods use this
+    /// one instead of looking it up again).
+    pub view: Arc<ClientView>,
     /// Who is calling.
     pub caller: Caller,
     /// Whether the request came through the BOS platform endpoint (its `tools/list` and
     /// `tools/call` are the platform tools).
     pub platform: bool,
+    /// The accepted `X-Correlation-Id`, read once by the router (which also echoes it) and
+    /// handed to the transport's `CallContext`.
+    pub external: Option<ExternalCorrelationId>,
 }
 
 /// The gate. One per server; cheap to share.
@@ -112,16 +118,20 @@ impl Access {
         &self.guard
     }
 
-    /// Runs the gate for a request to `endpoint` of `target`.
+    /// Runs the gate for a request to `endpoint` of `target`. `origin` is the verdict of
+    /// [`Guard::check_origin`] on the request, which the router has already reached (it also
+    /// decides the CORS headers), so it is not checked twice.
     pub async fn admit(
         &self,
         parts: &Parts,
         target: &Target<'_>,
         endpoint: Endpoint,
         snapshot: Arc<Snapshot>,
+        origin: Result<(), Error>,
     ) -> Result<Admitted, Error> {
         self.guard
-            .check(&parts.headers, &parts.uri, parts.version)?;
+            .check_host(&parts.headers, &parts.uri, parts.version)?;
+        origin?;
         let Some(view) = snapshot.client(&target.tenant, &target.client) else {
             return Err(unknown_client());
         };
@@ -134,9 +144,11 @@ impl Access {
             .await
         {
             Ok(caller) => Ok(Admitted {
+                view: Arc::clone(view),
                 snapshot,
                 caller,
                 platform: false,
+                external: None,
             }),
             Err(err) => {
                 self.audit_failure(parts, view, endpoint, &err, started)
@@ -155,9 +167,11 @@ impl Access {
         &self,
         parts: &Parts,
         snapshot: Arc<Snapshot>,
+        origin: Result<(), Error>,
     ) -> Result<(Admitted, crate::catalog::ClientKey), Error> {
         self.guard
-            .check(&parts.headers, &parts.uri, parts.version)?;
+            .check_host(&parts.headers, &parts.uri, parts.version)?;
+        origin?;
         // Before the key names a tenant: two different credentials name no one.
         auth::check_unambiguous(&parts.headers).map_err(|err| bad_credentials(&err))?;
         let metadata = prm::metadata_url(&self.public_base, crate::bos::PLATFORM_PATH);
@@ -196,9 +210,11 @@ impl Access {
         {
             Ok(caller) => Ok((
                 Admitted {
+                    view: Arc::clone(view),
                     snapshot,
                     caller,
                     platform: true,
+                    external: None,
                 },
                 owner,
             )),

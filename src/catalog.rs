@@ -20,7 +20,10 @@ pub mod schema;
 pub mod snapshot;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
 
 use tokio::sync::broadcast;
 
@@ -60,10 +63,10 @@ pub struct ReloadOutcome {
 pub struct Catalog {
     /// The file reloads read; `None` for a catalog built from an in-memory configuration.
     path: Option<PathBuf>,
-    /// The current snapshot. Readers hold the lock only to clone the `Arc`; a reload builds the
-    /// new snapshot outside it and holds the write lock only for the pointer swap, so a reader
-    /// gets a whole old or a whole new snapshot and is never blocked by a build.
-    current: RwLock<Arc<Snapshot>>,
+    /// The current snapshot. Readers take no lock (an `ArcSwap` load); a reload builds the new
+    /// snapshot aside and swaps the pointer, so a reader gets a whole old or a whole new
+    /// snapshot and is never blocked by a build.
+    current: ArcSwap<Snapshot>,
     /// Serializes reloads so versions increase and each diff is against its predecessor.
     reloading: Mutex<()>,
     /// Change sets of successful reloads, for `notifications/tools/list_changed`.
@@ -86,7 +89,7 @@ impl Catalog {
         let (changes, _) = broadcast::channel(CHANGE_CHANNEL_CAPACITY);
         Ok(Catalog {
             path: None,
-            current: RwLock::new(Arc::new(snapshot)),
+            current: ArcSwap::from_pointee(snapshot),
             reloading: Mutex::new(()),
             changes,
         })
@@ -94,12 +97,7 @@ impl Catalog {
 
     /// The current snapshot.
     pub fn current(&self) -> Arc<Snapshot> {
-        // No code panics while holding this lock, and an `Arc` is always whole: a poisoned lock
-        // still holds a valid snapshot.
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.current.load_full()
     }
 
     /// Re-reads the file and swaps in the new snapshot. On any problem the current snapshot
@@ -119,16 +117,13 @@ impl Catalog {
 
     /// Swaps in a snapshot of `config` (validated first). On any problem nothing changes.
     pub fn replace(&self, config: &Config) -> Result<ReloadOutcome, Report> {
-        let _reloading = self
-            .reloading
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _reloading = self.reloading.lock();
         let old = self.current();
         let new = Arc::new(Snapshot::build(config, old.version() + 1, Some(&old))?);
         let changed = old.changed_clients(&new);
         let prompts_changed = old.changed_prompt_clients(&new);
         let version = new.version();
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
+        self.current.store(new);
         // Nobody listening is fine: no live streams to notify.
         let _ = self.changes.send(Arc::new(ChangeSet {
             version,

@@ -47,6 +47,7 @@ pub mod demo;
 pub mod federation;
 pub mod http;
 pub mod invoke;
+pub(crate) mod json_text;
 pub mod jsonrpc;
 pub mod log_limit;
 pub mod mcp;
@@ -56,6 +57,7 @@ pub mod rescue;
 pub mod rest;
 pub mod server;
 pub mod session;
+pub(crate) mod shard;
 pub mod sse;
 pub mod transport;
 

@@ -9,7 +9,7 @@
 //! the previous printed one. Must not know what the warnings are about beyond their kind.
 //!
 //! Bounded and cheap: keys live in a fixed table of [`LOG_LIMIT_SLOTS`] slots picked by a hash
-//! of the key (nothing is allocated, ever, after start), each slot behind its own `std` mutex
+//! of the key (nothing is allocated, ever, after start), each slot behind its own `parking_lot` mutex
 //! held for a few instructions, so different tenants and kinds rarely touch the same lock. Two
 //! keys that land on the same slot take it from each other: the newcomer's line is printed and
 //! the count of the one it displaced is lost (a collision can only let more lines through,
@@ -17,8 +17,10 @@
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// Default interval between two printed lines of one (tenant, kind): lines in between are
 /// counted, not printed, and the next printed line says how many (`suppressed`).
@@ -107,7 +109,7 @@ impl LogLimiter {
         let Some(slot) = self.slots.get(index) else {
             return Some(0);
         };
-        let mut slot = lock(slot);
+        let mut slot = slot.lock();
         if slot.key != key {
             *slot = Slot {
                 key,
@@ -150,13 +152,6 @@ pub(crate) use warn_limited;
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Locks `mutex`, recovering from poisoning (a slot is consistent at every step).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::audit::{Audit, Surface};
 use crate::auth::Caller;
-use crate::catalog::Snapshot;
+use crate::catalog::{ClientView, Snapshot};
 use crate::federation::{Federation, FederationConfig};
 use crate::invoke::{CallContext, Invoker};
 use crate::jsonrpc::{ErrorCode, Payload};
@@ -78,6 +78,9 @@ pub struct Scope<'a> {
     pub client: &'a str,
     /// The catalog snapshot read at the start of the request.
     pub snapshot: &'a Snapshot,
+    /// What the client sees in `snapshot` (`None` for an unknown client), looked up once by the
+    /// gate ([`crate::access::Admitted::view`]) instead of by every method.
+    pub view: Option<&'a Arc<ClientView>>,
     /// The request's era.
     pub era: Era,
     /// The protocol version in force: the session's negotiated one, the header's, or the
@@ -98,6 +101,64 @@ pub struct Scope<'a> {
     /// The request came through the BOS platform endpoint: `tools/list` and `tools/call` are
     /// the platform tools (`bos_list_contexts`, `bos_list_tools`, `bos_execute`).
     pub platform: bool,
+}
+
+impl<'a> Scope<'a> {
+    /// The scope of a request of `tenant`'s `client` on `snapshot`, in `era` at `version`:
+    /// outside a session, on the `mcp` surface, no source streaming, not the platform
+    /// endpoint (the `with_*` setters change those).
+    pub fn new(
+        tenant: &'a str,
+        client: &'a str,
+        snapshot: &'a Snapshot,
+        view: Option<&'a Arc<ClientView>>,
+        (era, version): (Era, ProtocolVersion),
+        call: &'a CallContext,
+        caller: &'a Caller,
+    ) -> Self {
+        Self {
+            tenant,
+            client,
+            snapshot,
+            view,
+            era,
+            version,
+            call,
+            caller,
+            session: None,
+            surface: Surface::Mcp,
+            stream_sources: false,
+            platform: false,
+        }
+    }
+
+    /// The request belongs to `session`.
+    pub fn with_session(mut self, session: Option<SessionId>) -> Self {
+        self.session = session;
+        self
+    }
+
+    /// The request came through the BOS platform endpoint when `platform` (its audit surface
+    /// is then `bos`).
+    pub fn with_platform(mut self, platform: bool) -> Self {
+        self.platform = platform;
+        if platform {
+            self.surface = Surface::Bos;
+        }
+        self
+    }
+
+    /// The transport that carried the request.
+    pub fn with_surface(mut self, surface: Surface) -> Self {
+        self.surface = surface;
+        self
+    }
+
+    /// Whether the answer may stream source events before the result.
+    pub fn with_stream_sources(mut self, stream_sources: bool) -> Self {
+        self.stream_sources = stream_sources;
+        self
+    }
 }
 
 /// What the server advertises for the `bos/source-results/v1` extension under

@@ -15,6 +15,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use http::StatusCode;
 
+use crate::json_text::put_str;
 use crate::jsonrpc::{self, ErrorCode, IdRef};
 use crate::protocol::{Era, ProtocolVersion};
 
@@ -206,12 +207,6 @@ pub fn unsupported_version_data(requested: &str) -> Bytes {
     put_str(&mut out, requested);
     out.put_u8(b'}');
     out.freeze()
-}
-
-/// Appends `s` as a JSON string literal.
-fn put_str(out: &mut BytesMut, s: &str) {
-    // Serializing a str into a BytesMut cannot fail.
-    let _ = serde_json::to_writer(out.writer(), s);
 }
 
 /// Appends `{"jsonrpc":"2.0","id":…|null,"error":{"code":…,"message":…[,"data":…]}}`. `data` is

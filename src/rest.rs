@@ -256,8 +256,7 @@ impl Rest {
         let Some(tool) = tool else {
             return discover(snapshot, target, &args);
         };
-        let policy =
-            CorrelationPolicy::from_model(&tool.correlation).map_err(|_| Error::Internal)?;
+        let policy = CorrelationPolicy::of_tool(tool);
         let output = self
             .invoker
             .call(&target.tenant, &tool.plan, &policy, ctx, &args)

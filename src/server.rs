@@ -57,7 +57,7 @@ struct State {
     /// The path the `bos/source-results/v1` contract page is served at, when it is local.
     contract_path: Option<String>,
     /// The SSE totals already added to `metrics` (see `refresh_gauges`).
-    sse_seen: std::sync::Mutex<(u64, u64)>,
+    sse_seen: parking_lot::Mutex<(u64, u64)>,
 }
 
 /// Serves on an already-bound listener until `shutdown` resolves, then drains: new connections
@@ -201,7 +201,7 @@ pub async fn serve(
         metrics,
         catalog: config.catalog,
         admin_token: config.admin_token,
-        sse_seen: std::sync::Mutex::new((0, 0)),
+        sse_seen: parking_lot::Mutex::new((0, 0)),
         contract_path,
         drain: drain.clone(),
         test_hooks: config.test_hooks,

@@ -18,6 +18,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use serde::Serialize;
 
+use crate::json_text::put_str;
+
 /// What kind of call a record describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -292,11 +294,11 @@ impl Record {
         out.extend_from_slice(b",\"external_correlation_id\":");
         write_opt_str(self.external_correlation_id.as_deref(), out);
         out.extend_from_slice(b",\"tenant\":");
-        write_str(&self.tenant, out);
+        put_str(out, &self.tenant);
         out.extend_from_slice(b",\"client\":");
-        write_str(&self.client, out);
+        put_str(out, &self.client);
         out.extend_from_slice(b",\"caller\":");
-        write_str(&self.caller, out);
+        put_str(out, &self.caller);
         out.extend_from_slice(b",\"session\":");
         write_opt_str(self.session.as_deref(), out);
         out.extend_from_slice(b",\"surface\":\"");
@@ -327,43 +329,9 @@ impl Record {
 
 fn write_opt_str(value: Option<&str>, out: &mut Vec<u8>) {
     match value {
-        Some(text) => write_str(text, out),
+        Some(text) => put_str(out, text),
         None => out.extend_from_slice(b"null"),
     }
-}
-
-/// Writes `text` as a quoted JSON string (RFC 8259 §7): `"` and `\` escaped, control characters
-/// as short escapes or `\u00XX`. Everything else is copied as is (the input is UTF-8 already).
-fn write_str(text: &str, out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    for (idx, &byte) in bytes.iter().enumerate() {
-        let escape: &[u8] = match byte {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0C => b"\\f",
-            0x00..=0x1F => b"",
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..idx]);
-        if escape.is_empty() {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(byte >> 4)]);
-            out.push(HEX[usize::from(byte & 0xF)]);
-        } else {
-            out.extend_from_slice(escape);
-        }
-        start = idx + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 /// Writes a payload dimension: `null` when absent, the bytes verbatim when they are one valid
@@ -388,8 +356,8 @@ fn write_payload(payload: Option<&[u8]>, out: &mut Vec<u8>) {
                 }
             }
         }
-        Ok(text) => write_str(text, out),
-        Err(_) => write_str(&String::from_utf8_lossy(bytes), out),
+        Ok(text) => put_str(out, text),
+        Err(_) => put_str(out, &String::from_utf8_lossy(bytes)),
     }
 }
 
@@ -541,7 +509,7 @@ mod tests {
 
     fn json_str(text: &str) -> String {
         let mut out = Vec::new();
-        write_str(text, &mut out);
+        put_str(&mut out, text);
         String::from_utf8(out).expect("escaped output is UTF-8")
     }
 

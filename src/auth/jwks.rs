@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,6 +27,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyOperations, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
+use parking_lot::{Mutex, RwLock};
 use serde::Deserialize;
 use tokio::time::Instant;
 
@@ -256,19 +257,12 @@ struct SourceState {
 
 impl SourceState {
     fn current(&self) -> Option<Arc<KeySet>> {
-        // A poisoned lock only means a panic elsewhere while swapping an Arc; the value is whole.
-        match self.current.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.current.read().clone()
     }
 
     fn store(&self, set: KeySet) {
         let set = Some(Arc::new(set));
-        match self.current.write() {
-            Ok(mut guard) => *guard = set,
-            Err(poisoned) => *poisoned.into_inner() = set,
-        }
+        *self.current.write() = set;
     }
 }
 
@@ -295,10 +289,7 @@ impl JwksCache {
     }
 
     fn state(&self, source: &JwksSource) -> Arc<SourceState> {
-        let mut sources = match self.sources.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut sources = self.sources.lock();
         if let Some(state) = sources.get(source) {
             return state.clone();
         }

@@ -7,10 +7,11 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use parking_lot::Mutex;
 use serde::Serialize;
 
 use super::settings::{Settings, Stop};
@@ -114,11 +115,11 @@ impl Recorder {
         if self.latencies.is_empty() {
             return;
         }
-        if let Ok(mut histogram) = self.histogram.lock() {
-            for &ns in &self.latencies {
-                histogram.saturating_record(ns.max(1));
-            }
+        let mut histogram = self.histogram.lock();
+        for &ns in &self.latencies {
+            histogram.saturating_record(ns.max(1));
         }
+        drop(histogram);
         self.latencies.clear();
     }
 }
@@ -433,7 +434,7 @@ mod tests {
             ..Default::default()
         };
         let settings = Settings::from_flags(flags).unwrap();
-        let histogram = shared.lock().unwrap().clone();
+        let histogram = shared.lock().clone();
         let report = Report::new(&settings, &totals, &histogram, Duration::from_secs(2));
         assert_eq!(report.requests_per_s, 501.5);
         assert_eq!(report.events_per_s, 1000.0);

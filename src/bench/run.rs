@@ -6,10 +6,11 @@
 //! (that is `wire`), nor format results (that is `report`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use parking_lot::Mutex;
 use tokio::sync::{watch, Barrier};
 
 use super::conn::{self, Slot};
@@ -141,11 +142,7 @@ pub async fn run_until(
         return Err(BenchError::Client(why));
     }
     let totals = Totals::merge(recorders);
-    let histogram = shared
-        .histogram
-        .lock()
-        .map(|h| h.clone())
-        .unwrap_or_else(|_| report::histogram(shared.settings.timeout));
+    let histogram = shared.histogram.lock().clone();
     Ok(Report::new(
         &shared.settings,
         &totals,

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::Deserialize;
 
-use super::envelope::put_str;
 use super::handle::HandleKey;
+use crate::json_text::put_str;
 
 /// Longest context id accepted.
 pub const MAX_CONTEXT_ID_LEN: usize = 64;

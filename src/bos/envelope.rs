@@ -14,9 +14,11 @@
 //!
 //! Must not build JSON trees or re-parse the operation result: the context and result are
 //! spliced as bytes, so they must be valid JSON text (the dispatcher's own output). Only the
-//! text copy is escaped, with serde_json's string writer.
+//! text copy is escaped, with the crate's string writer (`json_text.rs`).
 
 use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::json_text::{put_json_text_as_str, put_str};
 
 /// `structuredContent.contract_version`.
 pub const CONTRACT_VERSION: &str = "bos-identity-mcp/v2";
@@ -80,19 +82,4 @@ pub fn execute_result(
     out.put_slice(extras.meta);
     out.put_slice(b"}}");
     out.freeze()
-}
-
-/// Appends `s` as a JSON string literal (escaping `"`, `\` and control characters).
-pub(crate) fn put_str(out: &mut BytesMut, s: &str) {
-    // Serializing a str into a BytesMut cannot fail.
-    let _ = serde_json::to_writer(out.writer(), s);
-}
-
-/// Appends JSON text as a JSON string literal. Invalid UTF-8 is replaced, never passed on.
-pub(crate) fn put_json_text_as_str(out: &mut BytesMut, text: &[u8]) {
-    out.reserve(text.len() + text.len() / 8 + 2);
-    match std::str::from_utf8(text) {
-        Ok(s) => put_str(out, s),
-        Err(_) => put_str(out, &String::from_utf8_lossy(text)),
-    }
 }

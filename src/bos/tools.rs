@@ -22,8 +22,8 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::context::BosContext;
-use super::envelope::{put_json_text_as_str, put_str};
 use super::handle::MAX_HANDLE_LEN;
+use crate::json_text::{put_json_text_as_str, put_str};
 use crate::jsonrpc::echo;
 
 // === Tool definitions ===

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use http::HeaderName;
 use sha2::{Digest, Sha256};
 
 use super::compile::validate;
@@ -36,6 +37,8 @@ pub struct CatalogTool {
     pub plan: Arc<ToolPlan>,
     /// The toolset's correlation settings.
     pub correlation: Correlation,
+    /// `correlation.header`, parsed once here (validation checked it) instead of per call.
+    pub correlation_header: HeaderName,
     /// The generated schemas.
     pub schemas: ToolSchemas,
     /// Version of the schemas: the snapshot version in which they last changed.
@@ -270,12 +273,27 @@ impl Snapshot {
                         &schemas.input_listed,
                         schemas.output_listed.as_deref(),
                     );
+                    let correlation_header =
+                        match HeaderName::from_bytes(toolset.correlation.header.as_bytes()) {
+                            Ok(header) => header,
+                            Err(err) => {
+                                // Validation rejects the same name first; this stays a report.
+                                report.problems.push(Problem {
+                                    loc: Loc::root()
+                                        .with("tenant", &tenant.id)
+                                        .with("toolset", &toolset.id),
+                                    message: err.to_string(),
+                                });
+                                continue;
+                            }
+                        };
                     let built_tool = Arc::new(CatalogTool {
                         name: tool.name.as_str().into(),
                         toolset: toolset_id.clone(),
                         def: tool.clone(),
                         plan: plan.clone(),
                         correlation: toolset.correlation.clone(),
+                        correlation_header,
                         schemas,
                         schema_version,
                         list_entry,

@@ -12,8 +12,9 @@ use bytes::{BufMut, BytesMut};
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 
-use super::record::{write_records, write_str, FederatedRecord};
+use super::record::{write_records, FederatedRecord};
 use super::{LimitReason, SourceErrorCode};
+use crate::json_text::put_str;
 
 /// The JSON-RPC method of a source event.
 pub const SOURCE_RESULT_METHOD: &str = "notifications/bos/source_result";
@@ -31,9 +32,9 @@ impl SourceRef {
     /// Writes `{"source_type":…,"source_identity":…}`.
     pub fn write_json(&self, out: &mut BytesMut) {
         out.put_slice(b"{\"source_type\":");
-        write_str(out, &self.source_type);
+        put_str(out, &self.source_type);
         out.put_slice(b",\"source_identity\":");
-        write_str(out, &self.source_identity);
+        put_str(out, &self.source_identity);
         out.put_u8(b'}');
     }
 }

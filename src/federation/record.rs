@@ -13,6 +13,7 @@ use bytes::{BufMut, BytesMut};
 use serde_json::{Map, Value};
 
 use crate::config::Source;
+use crate::json_text::put_str;
 
 /// One record of a federated read: a single provider record, or several merged by identity.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +119,7 @@ impl FederatedRecord {
     /// Writes the record as JSON, keys in contract order.
     pub fn write_json(&self, out: &mut BytesMut) {
         out.put_slice(b"{\"record_ref\":");
-        write_str(out, &self.record_ref);
+        put_str(out, &self.record_ref);
         out.put_slice(b",\"display_name\":");
         write_value(out, &self.display_name);
         out.put_slice(b",\"email\":");
@@ -144,7 +145,7 @@ impl FederatedRecord {
             if idx > 0 {
                 out.put_u8(b',');
             }
-            write_str(out, name);
+            put_str(out, name);
             out.put_u8(b':');
             write_value(out, value);
         }
@@ -175,21 +176,21 @@ impl Provenance {
     /// Writes the entry as JSON, keys in contract order.
     pub fn write_json(&self, out: &mut BytesMut) {
         out.put_slice(b"{\"source_type\":");
-        write_str(out, &self.source_type);
+        put_str(out, &self.source_type);
         out.put_slice(b",\"source_identity\":");
-        write_str(out, &self.source_identity);
+        put_str(out, &self.source_identity);
         out.put_slice(b",\"external_id\":");
-        write_str(out, &self.external_id);
+        put_str(out, &self.external_id);
         out.put_slice(b",\"record_type\":");
-        write_str(out, &self.record_type);
+        put_str(out, &self.record_type);
         out.put_slice(b",\"observed_at\":");
-        write_str(out, &self.observed_at);
+        put_str(out, &self.observed_at);
         out.put_slice(b",\"capabilities\":[");
         for (idx, capability) in self.capabilities.iter().enumerate() {
             if idx > 0 {
                 out.put_u8(b',');
             }
-            write_str(out, capability);
+            put_str(out, capability);
         }
         out.put_slice(b"],\"version\":");
         write_value(out, &self.version);
@@ -214,15 +215,10 @@ impl IdentityMatch {
             if idx > 0 {
                 out.put_u8(b',');
             }
-            write_str(out, record_ref);
+            put_str(out, record_ref);
         }
         out.put_slice(b"]}");
     }
-}
-
-/// Writes a JSON string. Writing into a `BytesMut` cannot fail.
-pub(crate) fn write_str(out: &mut BytesMut, text: &str) {
-    let _ = serde_json::to_writer(out.writer(), text);
 }
 
 /// Writes a JSON value. Writing into a `BytesMut` cannot fail.

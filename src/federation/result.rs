@@ -11,8 +11,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::event::SourceRef;
-use super::record::{write_records, write_str, FederatedRecord};
+use super::record::{write_records, FederatedRecord};
 use super::{LimitReason, SourceErrorCode};
+use crate::json_text::put_str;
 
 /// A source that delivered (or completed), for `metadata.provenance`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,18 +92,18 @@ impl FederatedOutcome {
         out.put_slice(b"\",\"result_count\":");
         out.put_slice(self.records.len().to_string().as_bytes());
         out.put_slice(b",\"observed_at\":");
-        write_str(out, &self.observed_at);
+        put_str(out, &self.observed_at);
         out.put_slice(b",\"provenance\":[");
         for (idx, seen) in self.provenance.iter().enumerate() {
             if idx > 0 {
                 out.put_u8(b',');
             }
             out.put_slice(b"{\"source_type\":");
-            write_str(out, &seen.source.source_type);
+            put_str(out, &seen.source.source_type);
             out.put_slice(b",\"source_identity\":");
-            write_str(out, &seen.source.source_identity);
+            put_str(out, &seen.source.source_identity);
             out.put_slice(b",\"observed_at\":");
-            write_str(out, &seen.observed_at);
+            put_str(out, &seen.observed_at);
             out.put_u8(b'}');
         }
         out.put_slice(b"],\"source_errors\":[");
@@ -140,7 +141,7 @@ impl FederatedOutcome {
         let result = self.operation_result_json();
         out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
         // The operation result is written by this module from strings, so it is UTF-8.
-        write_str(out, &String::from_utf8_lossy(&result));
+        put_str(out, &String::from_utf8_lossy(&result));
         out.put_slice(b"}],\"structuredContent\":");
         out.put_slice(&result);
         out.put_slice(b",\"isError\":");

@@ -91,7 +91,7 @@ pub const DEFAULT_MAX_PER_TENANT: usize = 512;
 #[derive(Debug, Default)]
 struct TenantLimiter {
     permits: usize,
-    tenants: std::sync::Mutex<std::collections::HashMap<Box<str>, Arc<Semaphore>>>,
+    tenants: parking_lot::Mutex<std::collections::HashMap<Box<str>, Arc<Semaphore>>>,
 }
 
 impl TenantLimiter {
@@ -105,10 +105,7 @@ impl TenantLimiter {
     /// Waits for one of `tenant`'s slots; the slot is released when the permit drops.
     async fn acquire(&self, tenant: &str) -> Option<OwnedSemaphorePermit> {
         let semaphore = {
-            let mut tenants = match self.tenants.lock() {
-                Ok(guard) => guard,
-                Err(poisoned) => poisoned.into_inner(),
-            };
+            let mut tenants = self.tenants.lock();
             match tenants.get(tenant) {
                 Some(semaphore) => Arc::clone(semaphore),
                 None => {
@@ -124,10 +121,7 @@ impl TenantLimiter {
 
     /// Calls of `tenant` in flight now.
     fn in_flight(&self, tenant: &str) -> usize {
-        let tenants = match self.tenants.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let tenants = self.tenants.lock();
         tenants
             .get(tenant)
             .map_or(0, |s| self.permits - s.available_permits())

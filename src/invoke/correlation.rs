@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::catalog::CatalogTool;
 use crate::config::{Correlation, CorrelationStrategy};
 
 /// The request header a client sends its correlation id in.
@@ -247,6 +248,14 @@ impl CorrelationPolicy {
             strategy: model.strategy,
             header: HeaderName::from_bytes(model.header.as_bytes())?,
         })
+    }
+
+    /// A catalog tool's policy, from the header name its snapshot parsed (no parse per call).
+    pub fn of_tool(tool: &CatalogTool) -> Self {
+        Self {
+            strategy: tool.correlation.strategy,
+            header: tool.correlation_header.clone(),
+        }
     }
 
     /// The default policy: the execution id in `X-Correlation-Id`.

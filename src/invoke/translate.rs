@@ -24,6 +24,7 @@ use smallvec::SmallVec;
 use super::error::{ArgumentProblem, InvokeError};
 use crate::catalog::plan::{FromChild, FromNode, Step, ToChild, ToNode, Translation};
 use crate::config::{FieldType, Location};
+use crate::json_text::put_str;
 
 /// The member name that marks a lazily discovered schema.
 pub const SCHEMA_DISCOVERY_FIELD: &str = "_schema_discovery";
@@ -373,12 +374,6 @@ pub(crate) fn write_value(buf: &mut BytesMut, value: &Value<'_>) {
     let _ = value.write(&mut writer);
 }
 
-/// Writes a JSON string (for member names not known in advance).
-fn write_str(buf: &mut BytesMut, s: &str) {
-    let mut writer = buf.writer();
-    let _ = Value::String(std::borrow::Cow::Borrowed(s)).write(&mut writer);
-}
-
 /// Translates a parsed downstream response into `buf`.
 pub(crate) fn translate_response(
     tr: &Translation,
@@ -411,7 +406,7 @@ pub(crate) fn translate_response(
                 buf.put_u8(b',');
             }
             wrote_any = true;
-            write_str(buf, key);
+            put_str(buf, key);
             buf.put_u8(b':');
             write_value(buf, value);
         }

@@ -11,6 +11,8 @@ use std::fmt;
 use bytes::{BufMut, BytesMut};
 use smallvec::SmallVec;
 
+use crate::json_text::put_str;
+
 /// A request id as parsed, borrowing strings from the request body.
 ///
 /// Build numbers with [`Id::from_i64`] / [`Id::from_u64`] so that equal values compare equal
@@ -44,7 +46,7 @@ impl<'a> Id<'a> {
         match *self {
             Id::Int(n) => write_json_int(buf, n),
             Id::UInt(n) => write_json_int(buf, n),
-            Id::Str(s) => write_json_str(buf, s),
+            Id::Str(s) => put_str(buf, s),
         }
     }
 
@@ -57,7 +59,7 @@ impl<'a> Id<'a> {
             Id::UInt(n) => push_int(&mut text, n),
             Id::Str(s) => {
                 let mut buf = BytesMut::with_capacity(s.len() + 2);
-                write_json_str(&mut buf, s);
+                put_str(&mut buf, s);
                 text.extend_from_slice(&buf);
             }
         }
@@ -201,12 +203,6 @@ fn push_int<N: fmt::Display>(text: &mut SmallVec<[u8; OWNED_ID_INLINE]>, n: N) {
 pub(crate) fn write_json_int<N: serde::Serialize>(buf: &mut BytesMut, n: N) {
     // Serializing an integer into a BytesMut cannot fail.
     let _ = serde_json::to_writer(buf.writer(), &n);
-}
-
-/// Appends `s` as a JSON string literal, escaping `"`, `\` and control characters.
-pub(crate) fn write_json_str(buf: &mut BytesMut, s: &str) {
-    // Serializing a str into a BytesMut cannot fail.
-    let _ = serde_json::to_writer(buf.writer(), s);
 }
 
 #[cfg(test)]

@@ -8,9 +8,10 @@
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
-use super::id::{write_json_int, write_json_str, IdRef};
+use super::id::{write_json_int, IdRef};
 use super::parse::{Message, ParseError};
 use super::ErrorCode;
+use crate::json_text::put_str;
 
 const HEAD_WITH_ID: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 
@@ -71,7 +72,7 @@ fn put_error_head(buf: &mut BytesMut, id: IdRef<'_>, code: i64, message: &str) {
     buf.put_slice(br#","error":{"code":"#);
     write_json_int(buf, code);
     buf.put_slice(br#","message":"#);
-    write_json_str(buf, message);
+    put_str(buf, message);
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…|null,"error":{"code":…,"message":…}}`.
@@ -136,7 +137,7 @@ fn put_method_and_params<T: Serialize + ?Sized>(
     params: Option<&T>,
 ) -> Result<(), serde_json::Error> {
     buf.put_slice(br#","method":"#);
-    write_json_str(buf, method);
+    put_str(buf, method);
     if let Some(params) = params {
         buf.put_slice(br#","params":"#);
         put_serialized(buf, params)?;
@@ -156,7 +157,7 @@ impl Message<'_> {
                 buf.put_slice(HEAD_WITH_ID);
                 id.write_json(buf);
                 buf.put_slice(br#","method":"#);
-                write_json_str(buf, method);
+                put_str(buf, method);
                 if let Some(params) = params {
                     buf.put_slice(br#","params":"#);
                     params.write_json(buf);
@@ -165,7 +166,7 @@ impl Message<'_> {
             }
             Message::Notification { method, params } => {
                 buf.put_slice(br#"{"jsonrpc":"2.0","method":"#);
-                write_json_str(buf, method);
+                put_str(buf, method);
                 if let Some(params) = params {
                     buf.put_slice(br#","params":"#);
                     params.write_json(buf);

@@ -45,7 +45,7 @@ pub async fn record(
     let Some(call_type) = call_type(method, name) else {
         return;
     };
-    let view = scope.snapshot.client(scope.tenant, scope.client);
+    let view = scope.view;
     let result = match outcome {
         Ok(Reply::Result(bytes)) | Ok(Reply::Initialized { result: bytes, .. }) => Some(bytes),
         _ => None,

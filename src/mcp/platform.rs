@@ -128,8 +128,7 @@ pub(crate) async fn call(
                 }
             }
             let arguments = simd_json::value::lazy::Value::from_tape(arguments).into_value();
-            let policy =
-                CorrelationPolicy::from_model(&tool.correlation).map_err(|_| McpError::Internal)?;
+            let policy = CorrelationPolicy::of_tool(tool);
             if matches!(tool.def.downstream, Downstream::Federated(_)) {
                 let query = match federated::source_query(d, tool, &policy, scope.call, &arguments)
                 {

@@ -38,10 +38,7 @@ pub(crate) fn get(
 ) -> Result<Reply, McpError> {
     // `arguments` is accepted and ignored: these prompts declare none.
     let name = params::req_str(params::root(params)?, "name")?;
-    let view = scope
-        .snapshot
-        .client(scope.tenant, scope.client)
-        .map(|v| &**v);
+    let view = scope.view.map(|v| &**v);
     let found = find(view, name);
     let (Some(toolset), Some(text)) = (found, found.and_then(|t| t.prompt.as_deref())) else {
         return Err(McpError::InvalidParams(

@@ -97,10 +97,7 @@ pub(crate) fn list_toolsets(
     write_entry: impl Fn(&mut BytesMut, &ToolsetView),
 ) -> Result<Reply, McpError> {
     let cursor = params::opt_str(params::root(params)?, "cursor")?;
-    let view = scope
-        .snapshot
-        .client(scope.tenant, scope.client)
-        .map(|v| &**v);
+    let view = scope.view.map(|v| &**v);
     let n_visible = visible(view).count();
     let page = page::page(
         kind,

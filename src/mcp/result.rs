@@ -121,19 +121,15 @@ mod tests {
         let snapshot = Snapshot::build(&config, 1, None).unwrap();
         let ctx = CallContext::new(None);
         let caller = crate::auth::Caller::anonymous("t".into(), "c".into());
-        let scope = Scope {
-            tenant: "t",
-            client: "c",
-            snapshot: &snapshot,
-            era,
-            version: crate::protocol::ProtocolVersion::V2025_11_25,
-            call: &ctx,
-            caller: &caller,
-            session: None,
-            surface: crate::audit::Surface::Mcp,
-            stream_sources: false,
-            platform: false,
-        };
+        let scope = Scope::new(
+            "t",
+            "c",
+            &snapshot,
+            snapshot.client("t", "c"),
+            (era, crate::protocol::ProtocolVersion::V2025_11_25),
+            &ctx,
+            &caller,
+        );
         let got = write(&d, &scope);
         assert_eq!(std::str::from_utf8(&got).unwrap(), expected);
     }

@@ -44,7 +44,7 @@ pub(crate) fn list(
     params: Option<&Payload<'_>>,
 ) -> Result<Reply, McpError> {
     let cursor = params::opt_str(params::root(params)?, "cursor")?;
-    let view = scope.snapshot.client(scope.tenant, scope.client);
+    let view = scope.view;
     let (entries, tag) = match view {
         Some(view) => (view.list_entries(), view.fingerprint()),
         None => (&[][..], 0),
@@ -103,7 +103,7 @@ pub(crate) async fn call(
 ) -> Result<Reply, McpError> {
     let raw_params = params;
     let params = CallParams::parse(params)?;
-    let view = scope.snapshot.client(scope.tenant, scope.client);
+    let view = scope.view;
     let tool = view.and_then(|view| view.tool(params.name));
     let Some(tool) = tool else {
         return match view {
@@ -121,10 +121,7 @@ pub(crate) async fn call(
         Some(arguments) => simd_json::value::lazy::Value::from_tape(arguments).into_value(),
         None => BorrowedValue::object(),
     };
-    let policy = CorrelationPolicy::from_model(&tool.correlation).map_err(|err| {
-        tracing::error!(tool = %tool.name, error = %err, "invalid correlation header in catalog");
-        McpError::Internal
-    })?;
+    let policy = CorrelationPolicy::of_tool(tool);
     if matches!(tool.def.downstream, Downstream::Federated(_)) {
         // The plan validates the arguments and turns them into the query every source gets.
         let query = match federated::source_query(d, tool, &policy, scope.call, &arguments) {

@@ -10,7 +10,9 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 /// A gauge computed on scrape.
 pub type GaugeFn = Box<dyn Fn() -> i64 + Send + Sync>;
@@ -24,8 +26,7 @@ pub(crate) struct CodeCounters {
 
 impl CodeCounters {
     pub(crate) fn add(&self, code: &'static str) {
-        // Every update is one push or one increment, so a poisoned lock holds consistent data.
-        let mut codes = self.codes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut codes = self.codes.lock();
         match codes.iter_mut().find(|(known, _)| *known == code) {
             Some((_, count)) => *count += 1,
             None => codes.push((code, 1)),
@@ -34,11 +35,7 @@ impl CodeCounters {
 
     /// `(code, count)` sorted by code.
     pub(crate) fn snapshot(&self) -> Vec<(&'static str, u64)> {
-        let mut codes = self
-            .codes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let mut codes = self.codes.lock().clone();
         codes.sort_unstable_by_key(|(code, _)| *code);
         codes
     }
@@ -82,7 +79,7 @@ pub(crate) struct Externals {
 impl Externals {
     /// Adds a family; `false` if the name is taken.
     pub(crate) fn insert(&self, family: External) -> bool {
-        let mut families = self.families.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut families = self.families.lock();
         match families.binary_search_by(|known| known.name.cmp(family.name)) {
             Ok(_) => false,
             Err(at) => {
@@ -95,7 +92,7 @@ impl Externals {
     /// Calls `each(name, help, value)` for every family in name order. Gauge functions run
     /// under the lock, so they must not register families themselves.
     pub(crate) fn for_each(&self, mut each: impl FnMut(&'static str, &'static str, Reading)) {
-        let families = self.families.lock().unwrap_or_else(PoisonError::into_inner);
+        let families = self.families.lock();
         for family in families.iter() {
             let reading = match &family.source {
                 Source::Counter(counter) => Reading::Counter(counter.load(Ordering::Relaxed)),

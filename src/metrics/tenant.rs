@@ -12,7 +12,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 /// Most tenants with their own series. Tenants are a bounded set from configuration; should a
 /// caller pass more distinct names than this (a bug, or a misconfiguration), the excess are
@@ -57,15 +59,13 @@ impl TenantMap {
     /// The gauges of `tenant`, created on first sight (or the overflow entry once the map is
     /// full).
     pub(crate) fn get(&self, tenant: &str) -> Arc<TenantGauges> {
-        // A panic elsewhere while holding the lock cannot leave the map half-updated (insert
-        // and retain are single calls), so a poisoned lock is used as is.
         {
-            let tenants = self.tenants.read().unwrap_or_else(PoisonError::into_inner);
+            let tenants = self.tenants.read();
             if let Some(gauges) = tenants.get(tenant) {
                 return Arc::clone(gauges);
             }
         }
-        let mut tenants = self.tenants.write().unwrap_or_else(PoisonError::into_inner);
+        let mut tenants = self.tenants.write();
         // Another thread may have inserted it between the two locks.
         if let Some(gauges) = tenants.get(tenant) {
             return Arc::clone(gauges);
@@ -89,7 +89,7 @@ impl TenantMap {
     /// For gauges whose source of truth is counted elsewhere and read at scrape time.
     pub(crate) fn set_all(&self, gauge: Gauge, values: &[(String, i64)]) {
         {
-            let tenants = self.tenants.read().unwrap_or_else(PoisonError::into_inner);
+            let tenants = self.tenants.read();
             for gauges in tenants.values() {
                 gauges.gauge(gauge).store(0, Ordering::Relaxed);
             }
@@ -112,7 +112,7 @@ impl TenantMap {
     /// reload leave the scrape once their last session and stream are gone. Tenants still
     /// holding something stay (their closes must land somewhere) until a later prune.
     pub(crate) fn prune(&self, keep: impl Fn(&str) -> bool) {
-        let mut tenants = self.tenants.write().unwrap_or_else(PoisonError::into_inner);
+        let mut tenants = self.tenants.write();
         tenants.retain(|name, gauges| {
             keep(name)
                 || gauges.sessions.load(Ordering::Relaxed) != 0
@@ -122,7 +122,7 @@ impl TenantMap {
 
     /// `(tenant, sessions, streams)` for every tenant, sorted by name.
     pub(crate) fn snapshot(&self) -> Vec<(Arc<str>, i64, i64)> {
-        let tenants = self.tenants.read().unwrap_or_else(PoisonError::into_inner);
+        let tenants = self.tenants.read();
         let mut rows: Vec<_> = tenants
             .iter()
             .map(|(name, gauges)| {

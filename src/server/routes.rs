@@ -20,7 +20,7 @@ use crate::http::cors::{self, Policy};
 use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
 use crate::http::Error;
-use crate::invoke::correlation::external_from_headers;
+use crate::invoke::correlation::{external_from_headers, ExternalCorrelationId};
 use crate::invoke::EXTERNAL_CORRELATION_ID_HEADER;
 use crate::log_limit::{warn_limited, Kind};
 use crate::metrics::{MethodLabel, RouteLabel};
@@ -60,25 +60,39 @@ pub(super) async fn handle(state: &State, req: Request<Incoming>) -> Response<Bo
         }
     };
     let (label, cors_policy) = describe(&route);
-    let mut response = answer(state, &parts, body, route)
+    // The `Origin` verdict of a protected route, reached once: the gate refuses on it and the
+    // CORS decoration echoes only an accepted origin.
+    let origin_verdict = matches!(cors_policy, Some(Policy::Protected))
+        .then(|| state.access.guard().check_origin(&parts.headers));
+    let cors_origin = cors_policy.and_then(|policy| {
+        accepted_origin(
+            &parts,
+            policy,
+            origin_verdict.as_ref().is_some_and(Result::is_ok),
+        )
+    });
+    // Read once: the MCP transports' call context gets it, and the answer echoes it.
+    let external = matches!(
+        route,
+        Route::Mcp(_) | Route::LegacyMessages(_) | Route::BosPlatform
+    )
+    .then(|| external_from_headers(&parts.headers))
+    .flatten();
+    let echo = matches!(label, RouteLabel::Mcp | RouteLabel::LegacyMessages)
+        .then(|| external.as_ref().map(|id| id.header_value().clone()))
+        .flatten();
+    let mut response = answer(state, &parts, body, route, external, origin_verdict)
         .await
         .unwrap_or_else(Error::into_response);
-    if matches!(label, RouteLabel::Mcp | RouteLabel::LegacyMessages) {
-        // "Echoes the accepted value back on X-External-Correlation-Id" (the REST surface does
-        // the same in `rest`); a value that fails the acceptance rules is not echoed.
-        if let Some(external) = external_from_headers(&parts.headers) {
-            response.headers_mut().insert(
-                EXTERNAL_CORRELATION_ID_HEADER,
-                external.header_value().clone(),
-            );
-        }
+    // "Echoes the accepted value back on X-External-Correlation-Id" (the REST surface does the
+    // same in `rest`); a value that fails the acceptance rules is not echoed.
+    if let Some(echo) = echo {
+        response
+            .headers_mut()
+            .insert(EXTERNAL_CORRELATION_ID_HEADER, echo);
     }
     if let Some(policy) = cors_policy {
-        cors::decorate(
-            &mut response,
-            accepted_origin(state, &parts, policy),
-            policy,
-        );
+        cors::decorate(&mut response, cors_origin, policy);
     }
     observe(state, label, &parts, &response, started);
     response
@@ -91,26 +105,32 @@ async fn answer(
     parts: &http::request::Parts,
     body: Incoming,
     route: Route<'_>,
+    external: Option<ExternalCorrelationId>,
+    origin: Option<Result<(), Error>>,
 ) -> Result<Response<Body>, Error> {
+    // Reached by the router for every protected route; checked here for any other.
+    let origin = || origin.unwrap_or_else(|| state.access.guard().check_origin(&parts.headers));
     match route {
         Route::Mcp(target) => {
-            let admitted = admit(state, parts, &target, Endpoint::Mcp).await?;
+            let mut admitted = admit(state, parts, &target, Endpoint::Mcp, origin()).await?;
+            admitted.external = external;
             streamable::handle(&state.mcp, parts, body, &target, admitted).await
         }
         Route::LegacySse(target) => {
-            let admitted = admit(state, parts, &target, Endpoint::LegacySse).await?;
+            let admitted = admit(state, parts, &target, Endpoint::LegacySse, origin()).await?;
             legacy_sse::open(&state.mcp, parts, &target, &admitted.caller).await
         }
         Route::LegacyMessages(target) => {
-            let admitted = admit(state, parts, &target, Endpoint::LegacySse).await?;
+            let mut admitted = admit(state, parts, &target, Endpoint::LegacySse, origin()).await?;
+            admitted.external = external;
             legacy_sse::post(&state.mcp, parts, body, &target, admitted).await
         }
         Route::RestTools(target) => {
-            let admitted = admit(state, parts, &target, Endpoint::Rest).await?;
+            let admitted = admit(state, parts, &target, Endpoint::Rest, origin()).await?;
             state.rest.list_tools(parts, &target, &admitted).await
         }
         Route::RestCall(target, name) => {
-            let admitted = admit(state, parts, &target, Endpoint::Rest).await?;
+            let admitted = admit(state, parts, &target, Endpoint::Rest, origin()).await?;
             state
                 .rest
                 .call_tool(parts, body, &target, &name, admitted)
@@ -119,10 +139,11 @@ async fn answer(
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz => readyz(state).await,
         Route::BosPlatform => {
-            let (admitted, owner) = state
+            let (mut admitted, owner) = state
                 .access
-                .admit_platform(parts, state.catalog.current())
+                .admit_platform(parts, state.catalog.current(), origin())
                 .await?;
+            admitted.external = external;
             let target = crate::http::Target {
                 tenant: std::borrow::Cow::Owned(owner.tenant.to_string()),
                 client: std::borrow::Cow::Owned(owner.client.to_string()),
@@ -215,10 +236,7 @@ async fn refresh_gauges(state: &State) {
     let frames = response::SSE_FRAMES.load(Relaxed);
     let bytes = response::SSE_BYTES.load(Relaxed);
     let (seen_frames, seen_bytes) = {
-        let mut seen = match state.sse_seen.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut seen = state.sse_seen.lock();
         std::mem::replace(&mut *seen, (frames, bytes))
     };
     state.metrics.add_sse(
@@ -233,10 +251,11 @@ async fn admit(
     parts: &http::request::Parts,
     target: &crate::http::Target<'_>,
     endpoint: Endpoint,
+    origin: Result<(), Error>,
 ) -> Result<Admitted, Error> {
     state
         .access
-        .admit(parts, target, endpoint, state.catalog.current())
+        .admit(parts, target, endpoint, state.catalog.current(), origin)
         .await
 }
 
@@ -260,21 +279,16 @@ fn describe(route: &Route<'_>) -> (RouteLabel, Option<Policy>) {
 }
 
 /// The request's `Origin` when CORS headers may echo it: any origin on public routes, an origin
-/// the guard accepts on protected ones.
+/// the guard accepted (`accepted`) on protected ones.
 fn accepted_origin(
-    state: &State,
     parts: &http::request::Parts,
     policy: Policy,
+    accepted: bool,
 ) -> Option<HeaderValue> {
     let origin = parts.headers.get(http::header::ORIGIN)?;
     match policy {
         Policy::Public => Some(origin.clone()),
-        Policy::Protected => state
-            .access
-            .guard()
-            .check_origin(&parts.headers)
-            .ok()
-            .map(|()| origin.clone()),
+        Policy::Protected => accepted.then(|| origin.clone()),
     }
 }
 

@@ -5,15 +5,15 @@
 //! Must not hold sockets or know about streams: the sweeper (in `transport::stream`) asks
 //! [`LocalStore::expire`] for expired ids and closes their streams itself.
 //!
-//! Concurrency: records live in [`SESSION_SHARDS`] maps, each behind its own `std` mutex, picked
+//! Concurrency: records live in [`SESSION_SHARDS`] maps ([`crate::shard::Sharded`]), picked
 //! by the id's random bits, so requests of different sessions rarely contend. The per-tenant and
 //! per-caller counts live behind one more mutex, taken only by create, delete and expiry (never
 //! by validation), so both caps are checked and counted in one step. No lock is held across an `.await` and no two locks are held at once.
 
 use std::collections::HashMap;
 use std::future::{ready, Future};
-use std::sync::{Mutex, MutexGuard};
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::time::Instant;
 
 use super::id::IdHashBuilder;
@@ -21,16 +21,10 @@ use super::{
     Handshake, NewSession, Owner, OwnerKey, SessionConfig, SessionError, SessionId, SessionInfo,
     SessionRecord, SessionStore,
 };
+use crate::shard::{shrink_if_sparse, Sharded};
 
 /// Number of independently locked maps sessions are spread over.
 pub const SESSION_SHARDS: usize = 32;
-
-/// A map shrinks after a sweep when its capacity exceeds this many times its length (and
-/// [`SHRINK_MIN_CAPACITY`]), so a burst of abandoned sessions does not pin memory forever.
-const SHRINK_FACTOR: usize = 4;
-
-/// Maps with at most this capacity are never shrunk (not worth the rehash).
-const SHRINK_MIN_CAPACITY: usize = 64;
 
 type Shard = HashMap<SessionId, SessionRecord, IdHashBuilder>;
 
@@ -38,7 +32,7 @@ type Shard = HashMap<SessionId, SessionRecord, IdHashBuilder>;
 #[derive(Debug)]
 pub struct LocalStore {
     /// Records, spread by [`SessionId::shard64`].
-    shards: Box<[Mutex<Shard>]>,
+    shards: Sharded<SessionId, SessionRecord, IdHashBuilder>,
     /// Live sessions per tenant and per caller.
     counts: Mutex<Counts>,
     config: SessionConfig,
@@ -47,11 +41,8 @@ pub struct LocalStore {
 impl LocalStore {
     /// An empty store.
     pub fn new(config: SessionConfig) -> Self {
-        let shards = (0..SESSION_SHARDS)
-            .map(|_| Mutex::new(Shard::with_hasher(IdHashBuilder)))
-            .collect();
         Self {
-            shards,
+            shards: Sharded::with_hasher(SESSION_SHARDS, IdHashBuilder),
             counts: Mutex::new(Counts::default()),
             config,
         }
@@ -129,7 +120,8 @@ impl LocalStore {
 
     /// Live sessions per tenant (what the per-tenant cap counts).
     pub fn counts(&self) -> Vec<(String, i64)> {
-        lock(&self.counts)
+        self.counts
+            .lock()
             .tenants
             .iter()
             .map(|(tenant, n)| (tenant.to_string(), i64::try_from(*n).unwrap_or(i64::MAX)))
@@ -138,12 +130,12 @@ impl LocalStore {
 
     /// See [`SessionStore::count`].
     pub fn count(&self, tenant: &str) -> usize {
-        lock(&self.counts).tenants.get(tenant).copied().unwrap_or(0)
+        self.counts.lock().tenants.get(tenant).copied().unwrap_or(0)
     }
 
     /// Sessions held, all tenants (metrics and tests).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|shard| lock(shard).len()).sum()
+        self.shards.len()
     }
 
     /// True when no session is held.
@@ -156,8 +148,7 @@ impl LocalStore {
         let now = Instant::now();
         let mut expired_ids = Vec::new();
         let mut released: HashMap<OwnerKey, usize> = HashMap::new();
-        for shard in self.shards.iter() {
-            let mut shard = lock(shard);
+        for mut shard in self.shards.shards() {
             let before = expired_ids.len();
             shard.retain(|id, record| {
                 let expired = record.is_expired(now, self.config.idle, self.config.init_timeout);
@@ -172,7 +163,7 @@ impl LocalStore {
             }
         }
         if !released.is_empty() {
-            let mut counts = lock(&self.counts);
+            let mut counts = self.counts.lock();
             for (owner, n_released) in released {
                 counts.release(&owner, n_released);
             }
@@ -185,12 +176,8 @@ impl LocalStore {
     // === internals ===
 
     fn shard(&self, id: &SessionId) -> MutexGuard<'_, Shard> {
-        // `SESSION_SHARDS` is a power of two and the bits are random.
-        let index = (id.shard64() as usize) % self.shards.len();
-        match self.shards.get(index) {
-            Some(shard) => lock(shard),
-            None => unreachable!("shard index is reduced modulo the shard count"),
-        }
+        // The bits are random, and independent of the ones `IdHashBuilder` buckets by.
+        self.shards.shard(id.shard64())
     }
 
     /// Runs `apply` on the record if it is live and owned by `owner`, refreshing last-seen.
@@ -231,7 +218,7 @@ impl LocalStore {
             ..
         } = self.config;
         let key = OwnerKey::new(owner);
-        let mut counts = lock(&self.counts);
+        let mut counts = self.counts.lock();
         let tenant_count = counts.tenants.get(owner.tenant).copied().unwrap_or(0);
         if tenant_count >= max_per_tenant {
             return Err(SessionError::TenantCapReached {
@@ -255,7 +242,7 @@ impl LocalStore {
     }
 
     fn release_slot(&self, owner: &OwnerKey) {
-        lock(&self.counts).release(owner, 1);
+        self.counts.lock().release(owner, 1);
     }
 }
 
@@ -282,22 +269,6 @@ impl Counts {
                 self.callers.remove(owner);
             }
         }
-    }
-}
-
-/// Locks `mutex`, recovering from poisoning: every critical section here leaves the map
-/// consistent at each step, so a panic elsewhere does not make the data unusable.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn shrink_if_sparse<K: Eq + std::hash::Hash, V, S: std::hash::BuildHasher>(
-    map: &mut HashMap<K, V, S>,
-) {
-    if map.capacity() > SHRINK_MIN_CAPACITY && map.capacity() > SHRINK_FACTOR * map.len() {
-        map.shrink_to_fit();
     }
 }
 
@@ -450,7 +421,7 @@ mod tests {
         store.delete(&first, A).unwrap();
         store.create(new(A)).unwrap();
         assert_eq!(store.count("t"), 3);
-        assert_eq!(lock(&store.counts).callers.len(), 2);
+        assert_eq!(store.counts.lock().callers.len(), 2);
     }
 
     #[test]

@@ -100,24 +100,19 @@ pub async fn post(
     let version = header_version
         .or(session.as_ref().map(|s| s.info.version))
         .unwrap_or(ProtocolVersion::DEFAULT_HANDSHAKE);
-    let call = CallContext::from_headers(&parts.headers);
-    let scope = Scope {
-        tenant: &target.tenant,
-        client: &target.client,
+    let call = CallContext::new(admitted.external.clone());
+    let scope = Scope::new(
+        &target.tenant,
+        &target.client,
         snapshot,
-        era: Era::Handshake,
-        version,
-        call: &call,
+        Some(&admitted.view),
+        (Era::Handshake, version),
+        &call,
         caller,
-        session: session.as_ref().map(|bound| bound.id),
-        surface: if platform {
-            crate::audit::Surface::Bos
-        } else {
-            crate::audit::Surface::Mcp
-        },
-        stream_sources: accept.accepts_sse(),
-        platform,
-    };
+    )
+    .with_session(session.as_ref().map(|bound| bound.id))
+    .with_platform(platform)
+    .with_stream_sources(accept.accepts_sse());
 
     match message {
         Message::Request { id, method, params } => {
@@ -376,6 +371,7 @@ struct OwnedCall {
     tenant: Box<str>,
     client: Box<str>,
     snapshot: Arc<crate::catalog::Snapshot>,
+    view: Option<Arc<crate::catalog::ClientView>>,
     version: ProtocolVersion,
     caller: Caller,
     call: CallContext,
@@ -411,6 +407,7 @@ impl OwnedCall {
             tenant: scope.tenant.into(),
             client: scope.client.into(),
             snapshot,
+            view: scope.view.cloned(),
             version,
             caller: scope.caller.clone(),
             call: scope.call.clone(),
@@ -430,19 +427,19 @@ impl OwnedCall {
             else {
                 return Err(crate::mcp::McpError::Internal);
             };
-            let scope = Scope {
-                tenant: &owned.tenant,
-                client: &owned.client,
-                snapshot: &owned.snapshot,
-                era: Era::Handshake,
-                version: owned.version,
-                call: &owned.call,
-                caller: &owned.caller,
-                session: owned.session,
-                surface: owned.surface,
-                stream_sources: owned.stream_sources,
-                platform: owned.platform,
-            };
+            let scope = Scope::new(
+                &owned.tenant,
+                &owned.client,
+                &owned.snapshot,
+                owned.view.as_ref(),
+                (Era::Handshake, owned.version),
+                &owned.call,
+                &owned.caller,
+            )
+            .with_session(owned.session)
+            .with_platform(owned.platform)
+            .with_surface(owned.surface)
+            .with_stream_sources(owned.stream_sources);
             dispatcher.request(&scope, method, params.as_ref()).await
         })
     }

@@ -9,28 +9,32 @@
 //! (races are normal: MCP 2025-11-25, Utilities § Cancellation). Must not know MCP methods or HTTP:
 //! it sees keys, ids and abort handles.
 
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use futures_util::future::{AbortHandle, AbortRegistration};
+use parking_lot::MutexGuard;
 
 use crate::jsonrpc::{Id, OwnedId};
+use crate::shard::Sharded;
+
+/// One shard's map: (session, request id) → (registration token, abort handle).
+type Entries<K> = HashMap<(K, OwnedId), (u64, AbortHandle), RandomState>;
 
 /// Shards of the map: registrations of different sessions rarely contend on one lock.
 const SHARDS: usize = 16;
 
-type Shard<K> = Mutex<HashMap<(K, OwnedId), (u64, AbortHandle)>>;
-
 /// The in-flight requests of every session, keyed by session `K` and request id.
 #[derive(Debug)]
 pub struct InFlight<K> {
-    shards: Box<[Shard<K>]>,
+    /// Entries spread by a hash of the session key alone, so `cancel_all` looks in one shard.
+    shards: Sharded<(K, OwnedId), (u64, AbortHandle), RandomState>,
     /// Tells registrations apart when a client reuses an id while the first is still running:
     /// the first one's guard must not remove the second one's entry.
     next_token: AtomicU64,
-    hasher: std::collections::hash_map::RandomState,
+    hasher: RandomState,
 }
 
 impl<K: Hash + Eq + Clone> Default for InFlight<K> {
@@ -43,19 +47,14 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
     /// An empty map.
     pub fn new() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: Sharded::with_hasher(SHARDS, RandomState::new()),
             next_token: AtomicU64::new(1),
-            hasher: std::collections::hash_map::RandomState::new(),
+            hasher: RandomState::new(),
         }
     }
 
-    fn shard(&self, key: &K) -> &Shard<K> {
-        let idx = (self.hasher.hash_one(key) as usize) % SHARDS;
-        // `idx < SHARDS == shards.len()`; `get` keeps the function free of indexing panics.
-        match self.shards.get(idx) {
-            Some(shard) => shard,
-            None => &self.shards[0],
-        }
+    fn shard(&self, key: &K) -> MutexGuard<'_, Entries<K>> {
+        self.shards.shard(self.hasher.hash_one(key))
     }
 
     /// Registers request `id` of session `key`; the returned registration is what
@@ -63,10 +62,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
     pub fn register(&self, key: K, id: OwnedId) -> (Registration<'_, K>, AbortRegistration) {
         let (handle, registration) = AbortHandle::new_pair();
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let mut shard = self
-            .shard(&key)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut shard = self.shard(&key);
         shard.insert((key.clone(), id.clone()), (token, handle));
         drop(shard);
         let guard = Registration {
@@ -79,10 +75,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
 
     /// Cancels request `id` of session `key`, if it is in flight; `false` when unknown or done.
     pub fn cancel(&self, key: &K, id: &OwnedId) -> bool {
-        let shard = self
-            .shard(key)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let shard = self.shard(key);
         // Cancellations are rare: cloning the key for the lookup is fine.
         let found = shard
             .get(&(key.clone(), id.clone()))
@@ -99,10 +92,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
 
     /// Cancels every in-flight request of session `key` (the session ended); how many.
     pub fn cancel_all(&self, key: &K) -> usize {
-        let shard = self
-            .shard(key)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let shard = self.shard(key);
         let handles: Vec<AbortHandle> = shard
             .iter()
             .filter(|((session, _), _)| session == key)
@@ -117,10 +107,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
 
     /// How many requests are in flight (tests and metrics).
     pub fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).len())
-            .sum()
+        self.shards.len()
     }
 
     /// Whether no request is in flight.
@@ -129,10 +116,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
     }
 
     fn remove(&self, key: &(K, OwnedId), token: u64) {
-        let mut shard = self
-            .shard(&key.0)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut shard = self.shard(&key.0);
         if shard.get(key).is_some_and(|(t, _)| *t == token) {
             shard.remove(key);
         }

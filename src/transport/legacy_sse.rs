@@ -150,7 +150,11 @@ where
 {
     enabled(transport)?;
     let Admitted {
-        snapshot, caller, ..
+        snapshot,
+        view,
+        caller,
+        external,
+        ..
     } = admitted;
     let session_text = session_query(parts.uri.query())
         .ok_or(Error::SessionRequired("the sessionId query parameter"))?;
@@ -183,15 +187,8 @@ where
     let raw = buf.to_vec();
     let mut parsed = buf;
     let message = jsonrpc::parse(&mut parsed).map_err(streamable::parse_error)?;
-    streamable::check_tool_scope(
-        transport,
-        &snapshot,
-        target,
-        &caller,
-        Endpoint::LegacySse,
-        &message,
-    )?;
-    let call = CallContext::from_headers(&parts.headers);
+    streamable::check_tool_scope(transport, &view, &caller, Endpoint::LegacySse, &message)?;
+    let call = CallContext::new(external);
 
     if matches!(message, Message::Request { .. })
         && transport.bus.is_shared()
@@ -231,19 +228,17 @@ where
                     return;
                 };
                 let owner = Owner::new(&tenant, &client, &caller.caller_id);
-                let scope = Scope {
-                    tenant: &tenant,
-                    client: &client,
-                    snapshot: &snapshot,
-                    era: Era::Handshake,
-                    version: bound.info.version,
-                    call: &call,
-                    caller: &caller,
-                    session: Some(bound.id),
-                    surface: crate::audit::Surface::LegacySse,
-                    stream_sources: false,
-                    platform: false,
-                };
+                let scope = Scope::new(
+                    &tenant,
+                    &client,
+                    &snapshot,
+                    Some(&view),
+                    (Era::Handshake, bound.info.version),
+                    &call,
+                    &caller,
+                )
+                .with_session(Some(bound.id))
+                .with_surface(crate::audit::Surface::LegacySse);
                 let (_registration, abort) =
                     transport.inflight.register(bound.id, id.to_owned_id());
                 let dispatch = transport
@@ -289,19 +284,17 @@ where
             });
         }
         Message::Notification { method, params } => {
-            let scope = Scope {
-                tenant: &target.tenant,
-                client: &target.client,
-                snapshot: &snapshot,
-                era: Era::Handshake,
-                version: bound.info.version,
-                call: &call,
-                caller: &caller,
-                session: Some(bound.id),
-                surface: crate::audit::Surface::LegacySse,
-                stream_sources: false,
-                platform: false,
-            };
+            let scope = Scope::new(
+                &target.tenant,
+                &target.client,
+                &snapshot,
+                Some(&view),
+                (Era::Handshake, bound.info.version),
+                &call,
+                &caller,
+            )
+            .with_session(Some(bound.id))
+            .with_surface(crate::audit::Surface::LegacySse);
             match transport
                 .dispatcher
                 .notification(&scope, method, params.as_ref())

@@ -59,24 +59,18 @@ pub async fn post(
     let params = params.as_ref();
     let version = validate(parts, id, method, params)?;
 
-    let call = CallContext::from_headers(&parts.headers);
-    let scope = Scope {
-        tenant: &target.tenant,
-        client: &target.client,
+    let call = CallContext::new(admitted.external.clone());
+    let scope = Scope::new(
+        &target.tenant,
+        &target.client,
         snapshot,
-        era: Era::Stateless,
-        version,
-        call: &call,
+        Some(&admitted.view),
+        (Era::Stateless, version),
+        &call,
         caller,
-        session: None,
-        surface: if platform {
-            crate::audit::Surface::Bos
-        } else {
-            crate::audit::Surface::Mcp
-        },
-        stream_sources: accept.accepts_sse(),
-        platform,
-    };
+    )
+    .with_platform(platform)
+    .with_stream_sources(accept.accepts_sse());
     let outcome = transport.dispatcher.request(&scope, method, params).await;
     match &outcome {
         // What the table answers with a status other than 200 (an unknown method: 404) is a

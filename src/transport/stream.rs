@@ -42,10 +42,11 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use smallvec::SmallVec;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
@@ -53,6 +54,7 @@ use tokio::time::Instant;
 use crate::http::response::Backlog;
 use crate::mcp::SubscriptionFilter;
 use crate::session::{IdHashBuilder, Owner, OwnerKey, SessionId};
+use crate::shard::Sharded;
 
 mod deliver;
 mod id;
@@ -69,7 +71,7 @@ pub use janitor::spawn_janitor;
 pub use writer::{Reservation, StreamWriter};
 
 use id::{is_instance_id, random_instance_id};
-use shard::{shrink_if_sparse, SessionMap, StreamMap, SHARDS};
+use shard::{shrink_if_sparse, SessionStreams, StreamIdHashBuilder, SHARDS};
 use state::{with_encoder, Live, Log, State, Stream};
 
 /// Default time a finished `Post` stream (or a disconnected `Get` stream) stays resumable.
@@ -219,9 +221,9 @@ struct Inner {
     config: StreamConfig,
     next_stream: AtomicU64,
     /// Every registered stream by id (resumption, sweeping, keep-alive, listen lookup).
-    streams: Box<[Mutex<StreamMap>]>,
+    streams: Sharded<u64, Arc<Stream>, StreamIdHashBuilder>,
     /// The streams of each session (conflicts, delivery, close).
-    sessions: Box<[Mutex<SessionMap>]>,
+    sessions: Sharded<SessionId, SessionStreams, IdHashBuilder>,
 }
 
 /// A new stream: its writer and the receiver to hand to `Body::stream`.
@@ -276,12 +278,8 @@ impl StreamRegistry {
                 instance: instance.into_boxed_str(),
                 config,
                 next_stream: AtomicU64::new(1),
-                streams: (0..SHARDS)
-                    .map(|_| Mutex::new(StreamMap::default()))
-                    .collect(),
-                sessions: (0..SHARDS)
-                    .map(|_| Mutex::new(HashMap::with_hasher(IdHashBuilder)))
-                    .collect(),
+                streams: Sharded::with_hasher(SHARDS, StreamIdHashBuilder),
+                sessions: Sharded::with_hasher(SHARDS, IdHashBuilder),
             }),
         })
     }
@@ -563,18 +561,13 @@ impl StreamRegistry {
 
     /// Streams registered (live or retained).
     pub fn len(&self) -> usize {
-        self.inner
-            .streams
-            .iter()
-            .map(|shard| lock(shard).len())
-            .sum()
+        self.inner.streams.len()
     }
 
     /// Streams with a live connection, per tenant (for the `sluice_active_streams` gauge).
     pub fn live_by_tenant(&self) -> Vec<(String, i64)> {
         let mut counts: HashMap<String, i64> = HashMap::new();
-        for shard in self.inner.streams.iter() {
-            let shard = lock(shard);
+        for shard in self.inner.streams.shards() {
             for stream in shard.values() {
                 let state = stream.lock();
                 if state.live.is_some() && !state.closed {
@@ -596,8 +589,7 @@ impl StreamRegistry {
     /// its owner: what a shared backplane registers this instance as the holder of.
     pub fn held_sessions(&self) -> Vec<(SessionId, OwnerKey)> {
         let mut held = Vec::new();
-        for shard in self.inner.sessions.iter() {
-            let sessions = lock(shard);
+        for sessions in self.inner.sessions.shards() {
             held.extend(sessions.iter().filter_map(|(session, entry)| {
                 entry.any().map(|stream| (*session, stream.owner.clone()))
             }));
@@ -708,11 +700,4 @@ impl StreamRegistry {
     fn downgrade(&self) -> Weak<Inner> {
         Arc::downgrade(&self.inner)
     }
-}
-
-/// Locks `mutex`, recovering from poisoning: each critical section leaves the maps consistent.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

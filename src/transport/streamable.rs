@@ -21,7 +21,7 @@ use http::{Method, Response};
 use super::{handshake, stateless, Transport, MCP_PROTOCOL_VERSION, META_PROTOCOL_VERSION};
 use crate::access::{Admitted, Endpoint};
 use crate::auth::Caller;
-use crate::catalog::Snapshot;
+use crate::catalog::ClientView;
 use crate::http::negotiate::{is_json_content_type, Accept};
 use crate::http::response::Body;
 use crate::http::router::allow;
@@ -56,8 +56,7 @@ where
 /// refusal is an HTTP status the client can act on, not an in-band result.
 pub fn check_tool_scope(
     transport: &Transport,
-    snapshot: &Snapshot,
-    target: &Target<'_>,
+    view: &ClientView,
     caller: &Caller,
     endpoint: Endpoint,
     message: &Message<'_>,
@@ -71,9 +70,6 @@ pub fn check_tool_scope(
         return Ok(());
     };
     let Some(name) = crate::mcp::meta::routing_name(method, params.as_ref()) else {
-        return Ok(());
-    };
-    let Some(view) = snapshot.client(&target.tenant, &target.client) else {
         return Ok(());
     };
     let scope = view.tool(name).and_then(|tool| tool.def.scope.as_deref());
@@ -154,8 +150,7 @@ where
         // Platform tools check the executed tool's scope themselves (it is named in arguments).
         check_tool_scope(
             transport,
-            &admitted.snapshot,
-            target,
+            &admitted.view,
             &admitted.caller,
             Endpoint::Mcp,
             &message,

@@ -215,6 +215,7 @@ impl Fixture {
             tenant: "t1",
             client,
             snapshot: &self.snapshot,
+            view: self.snapshot.client("t1", client),
             era,
             version: match era {
                 Era::Handshake => ProtocolVersion::V2025_11_25,
@@ -886,6 +887,7 @@ async fn cancellation_names_the_request_id_as_its_json_text() {
         tenant: "t1",
         client: "c1",
         snapshot: &f.snapshot,
+        view: f.snapshot.client("t1", "c1"),
         era,
         version: ProtocolVersion::V2025_11_25,
         call: &ctx,

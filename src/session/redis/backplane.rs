@@ -29,7 +29,7 @@
 //! Concurrency: commands go over one multiplexed [`ConnectionManager`]; the subscription has
 //! its own RESP3 connection whose pushes are handled inline by a closure (no queue, so nothing
 //! grows without bound; [`Inbox::deliver`] never blocks). Both reconnect by themselves, and the
-//! subscription is renewed after a reconnect. The local holder map is behind one `std` mutex,
+//! subscription is renewed after a reconnect. The local holder map is behind one `parking_lot` mutex,
 //! never held across an `.await`.
 //!
 //! Subscription state: the subscriber connection reconnects with a backoff of its own (up to
@@ -43,15 +43,16 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::AtomicU8;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use redis::aio::ConnectionManager;
 use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, Script, Value};
 
 use super::frame::{encode_deliver, encode_invalidate, encode_routed, KIND_CLOSE, KIND_RELOAD};
 use super::subscriber::{Held, Receiver};
-use super::wire::{bounded, component, lock, millis, unavailable};
+use super::wire::{bounded, component, millis, unavailable};
 use super::RedisConfig;
 use crate::session::{BackplaneError, Inbox, Owner, OwnerKey, SessionId};
 
@@ -335,7 +336,7 @@ impl RedisBackplane {
         session: &SessionId,
     ) -> Result<(), BackplaneError> {
         {
-            let mut held = lock(&self.receiver.held);
+            let mut held = self.receiver.held.lock();
             let entry = held
                 .entry(*session)
                 .or_insert_with(|| (OwnerKey::new(owner), 0));
@@ -409,7 +410,7 @@ impl RedisBackplane {
         session: &SessionId,
     ) -> Result<(), BackplaneError> {
         let last = {
-            let mut held = lock(&self.receiver.held);
+            let mut held = self.receiver.held.lock();
             match held.get_mut(session) {
                 Some((key, n_streams)) if key.is(owner) => {
                     *n_streams = n_streams.saturating_sub(1);
@@ -613,7 +614,7 @@ impl RedisBackplane {
     /// holder calls it well within the holder TTL; nothing else keeps registrations alive.
     pub async fn sync(&self, live: Vec<(SessionId, OwnerKey)>) -> Result<Synced, BackplaneError> {
         let released: Vec<(SessionId, OwnerKey)> = {
-            let mut held = lock(&self.receiver.held);
+            let mut held = self.receiver.held.lock();
             let mut next: Held = HashMap::with_capacity(live.len());
             for (session, owner) in live {
                 let n_streams = held
@@ -663,7 +664,7 @@ impl RedisBackplane {
     /// TTL unless another instance holds it now (one `1` reply per key still ours).
     fn refresh_pipeline(&self) -> redis::Pipeline {
         let mut pipeline = redis::pipe();
-        for (session, (owner, _)) in lock(&self.receiver.held).iter() {
+        for (session, (owner, _)) in self.receiver.held.lock().iter() {
             // EVAL (not EVALSHA) so a pipeline needs no script-load fallback.
             pipeline
                 .cmd("EVAL")
@@ -678,7 +679,7 @@ impl RedisBackplane {
 
     /// Streams held here (sessions with at least one registered stream).
     pub fn held(&self) -> usize {
-        lock(&self.receiver.held).len()
+        self.receiver.held.lock().len()
     }
 
     fn holder_key(&self, owner: Owner<'_>, session: &SessionId) -> String {

@@ -26,25 +26,26 @@
 //!
 //! Concurrency: one [`ConnectionManager`] multiplexes every command of the process over one
 //! connection and reconnects by itself; it is cloned per call (cheap, `Arc` inside). The local
-//! `seen` map (sharded, `std` mutexes, never held across an `.await`) remembers sessions this
+//! `seen` map (a `crate::shard::Sharded`, never held across an `.await`) remembers sessions this
 //! instance has served, so [`RedisStore::expire`] can report which of them have gone.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
+use parking_lot::MutexGuard;
 use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use tokio::time::Instant;
 
-use super::wire::{as_bytes, bounded, component, escaped, lock, millis, unavailable};
+use super::wire::{as_bytes, bounded, component, escaped, millis, unavailable};
 use super::RedisConfig;
 use crate::session::{
     Handshake, IdHashBuilder, NewSession, Owner, SessionConfig, SessionError, SessionId,
     SessionInfo, SessionStore,
 };
+use crate::shard::Sharded;
 
 /// Shards of the local `seen` map (same spreading as `LocalStore`).
 const SEEN_SHARDS: usize = 32;
@@ -190,7 +191,7 @@ pub struct RedisStore {
     command_timeout: Duration,
     /// Sessions this instance served, with when it last heard they expire; what
     /// [`RedisStore::expire`] checks. Spread by [`SessionId::shard64`].
-    seen: Box<[Mutex<HashMap<SessionId, Instant, IdHashBuilder>>]>,
+    seen: Sharded<SessionId, Instant, IdHashBuilder>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -217,9 +218,7 @@ impl RedisStore {
             namespace,
             config,
             command_timeout: redis.command_timeout,
-            seen: (0..SEEN_SHARDS)
-                .map(|_| Mutex::new(HashMap::with_hasher(IdHashBuilder)))
-                .collect(),
+            seen: Sharded::with_hasher(SEEN_SHARDS, IdHashBuilder),
         })
     }
 
@@ -428,9 +427,9 @@ impl RedisStore {
         let now = Instant::now();
         let due: Vec<SessionId> = self
             .seen
-            .iter()
+            .shards()
             .flat_map(|shard| {
-                lock(shard)
+                shard
                     .iter()
                     .filter(|(_, expires)| **expires <= now)
                     .map(|(id, _)| *id)
@@ -564,11 +563,7 @@ impl RedisStore {
         &self,
         id: &SessionId,
     ) -> MutexGuard<'_, HashMap<SessionId, Instant, IdHashBuilder>> {
-        let index = (id.shard64() as usize) % self.seen.len();
-        match self.seen.get(index) {
-            Some(shard) => lock(shard),
-            None => unreachable!("shard index is reduced modulo the shard count"),
-        }
+        self.seen.shard(id.shard64())
     }
 
     /// Notes that `id` is live and expires in `ms_left` (unless refreshed).

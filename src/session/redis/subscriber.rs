@@ -8,12 +8,12 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use redis::{PushInfo, PushKind, Value};
 
 use super::frame::{decode_invalidate, decode_reload, decode_routed, KIND_CLOSE, KIND_RELOAD};
-use super::wire::lock;
 use crate::log_limit::{warn_limited, Kind};
 use crate::session::{Inbox, Owner, OwnerKey, SessionId};
 
@@ -126,7 +126,8 @@ impl Receiver {
     }
 
     pub(super) fn holds(&self, session: &SessionId, owner: Owner<'_>) -> bool {
-        lock(&self.held)
+        self.held
+            .lock()
             .get(session)
             .is_some_and(|(key, _)| key.is(owner))
     }

@@ -3,11 +3,10 @@
 //! Owns the escaping of key and channel components, the bound on one command and the error
 //! text of a failed one ([`Unavailable`], which becomes [`SessionError::Unavailable`] or
 //! [`BackplaneError::Unavailable`]), reading a reply as bytes, durations as the milliseconds
-//! Lua reads, and the poison-recovering lock of the local maps. Must not know a key layout or
+//! Lua reads. Must not know a key layout or
 //! a script: those belong to `store.rs` and `backplane.rs`.
 
 use std::future::Future;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, PercentEncode, CONTROLS};
@@ -83,13 +82,6 @@ pub(super) fn as_bytes(value: &Value) -> Option<&[u8]> {
 /// Milliseconds, saturating (Lua reads them as doubles: exact up to 2^53).
 pub(super) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Locks `mutex`, recovering from poisoning (each critical section leaves its map consistent).
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::state::{Frame, Stream};
-use super::{lock, StreamKind, StreamRegistry};
+use super::{StreamKind, StreamRegistry};
 use crate::mcp::subscriptions::list_changed_notification;
 use crate::mcp::ListChanged;
 use crate::session::{Inbox, SessionId};
@@ -42,9 +42,8 @@ impl StreamRegistry {
     ) -> usize {
         let mut n_delivered = 0;
         let mut session_message: Option<Bytes> = None;
-        for shard in self.inner.sessions.iter() {
+        for sessions in self.inner.sessions.shards() {
             let candidates: SmallVec<[(Arc<Stream>, bool); 16]> = {
-                let sessions = lock(shard);
                 sessions
                     .values()
                     .filter(|entry| {
@@ -74,8 +73,8 @@ impl StreamRegistry {
                 }
             }
         }
-        for shard in self.inner.streams.iter() {
-            let listeners: SmallVec<[Arc<Stream>; 16]> = lock(shard)
+        for shard in self.inner.streams.shards() {
+            let listeners: SmallVec<[Arc<Stream>; 16]> = shard
                 .values()
                 .filter(|stream| {
                     matches!(&stream.kind, StreamKind::Listen { filter, .. } if filter.wants(which))

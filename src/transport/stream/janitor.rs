@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::shard::shrink_if_sparse;
 use super::state::{State, Stream};
-use super::{lock, Inner, StreamKind, StreamRegistry, KEEPALIVE_TICKS};
+use super::{Inner, StreamKind, StreamRegistry, KEEPALIVE_TICKS};
 use crate::session::{SessionId, Sessions};
 
 /// The keep-alive comment frame (static: costs no allocation).
@@ -68,8 +68,8 @@ impl StreamRegistry {
         let now = Instant::now();
         let keepalive = self.inner.config.keepalive;
         let mut n_sent = 0;
-        for shard in self.inner.streams.iter() {
-            let streams: SmallVec<[Arc<Stream>; 32]> = lock(shard).values().cloned().collect();
+        for shard in self.inner.streams.shards() {
+            let streams: SmallVec<[Arc<Stream>; 32]> = shard.values().cloned().collect();
             for stream in streams {
                 let mut state = stream.lock();
                 if state.closed || !stream.is_live(&mut state) {
@@ -107,8 +107,7 @@ impl StreamRegistry {
     pub fn sweep(&self) -> usize {
         let now = Instant::now();
         let mut dropped: Vec<(Option<SessionId>, u64)> = Vec::new();
-        for shard in self.inner.streams.iter() {
-            let mut streams = lock(shard);
+        for mut streams in self.inner.streams.shards() {
             streams.retain(|_, stream| {
                 let mut state = stream.lock();
                 let keep = !state.closed && self.inner.keeps(stream, &mut state, now);
@@ -131,8 +130,8 @@ impl StreamRegistry {
             }
         }
         if !dropped.is_empty() {
-            for shard in self.inner.sessions.iter() {
-                shrink_if_sparse(&mut lock(shard));
+            for mut sessions in self.inner.sessions.shards() {
+                shrink_if_sparse(&mut sessions);
             }
         }
         dropped.len()

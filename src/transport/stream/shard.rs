@@ -6,12 +6,14 @@
 //! back after a burst. Lock order: a shard before a stream's state, never the reverse.
 
 use std::collections::HashMap;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::MutexGuard;
 
 use smallvec::SmallVec;
 
 use super::state::Stream;
-use super::{lock, Inner};
+use super::Inner;
 use crate::session::{IdHashBuilder, SessionId};
 
 /// Independently locked maps the streams are spread over.
@@ -102,19 +104,11 @@ impl SessionStreams {
 
 impl Inner {
     pub(super) fn stream_shard(&self, stream_id: u64) -> MutexGuard<'_, StreamMap> {
-        let index = (stream_id as usize) % self.streams.len();
-        match self.streams.get(index) {
-            Some(shard) => lock(shard),
-            None => unreachable!("index reduced modulo the shard count"),
-        }
+        self.streams.shard(stream_id)
     }
 
     pub(super) fn session_shard(&self, session: &SessionId) -> MutexGuard<'_, SessionMap> {
-        let index = (session.shard64() as usize) % self.sessions.len();
-        match self.sessions.get(index) {
-            Some(shard) => lock(shard),
-            None => unreachable!("index reduced modulo the shard count"),
-        }
+        self.sessions.shard(session.shard64())
     }
 
     pub(super) fn stream(&self, stream_id: u64) -> Option<Arc<Stream>> {
@@ -123,11 +117,5 @@ impl Inner {
 }
 
 /// Gives back the memory of a map that a burst left mostly empty (abandoned streams release
-/// everything): shrinks when capacity is over four times the length, above a small floor.
-pub(super) fn shrink_if_sparse<K: Eq + std::hash::Hash, V, S: std::hash::BuildHasher>(
-    map: &mut HashMap<K, V, S>,
-) {
-    if map.capacity() > 64 && map.capacity() > 4 * map.len() {
-        map.shrink_to_fit();
-    }
-}
+/// everything).
+pub(super) use crate::shard::shrink_if_sparse;

@@ -10,14 +10,15 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
 use super::id::EventId;
-use super::{lock, Inner, StreamKind};
+use super::{Inner, StreamKind};
 use crate::http::response::Backlog;
 use crate::session::{OwnerKey, SessionId};
 use crate::sse::Encoder;
@@ -137,7 +138,7 @@ pub(super) fn with_encoder(write: impl FnOnce(&mut Encoder) -> Bytes) -> Bytes {
 
 impl Stream {
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
+        self.state.lock()
     }
 
     /// Encodes `frame`, assigning its id and retaining it as its kind requires. `None` when the
