@@ -6,7 +6,6 @@
 //! challenges and metadata must name that, never the test's loopback address.
 
 use std::net::SocketAddr;
-use std::ops::Deref;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -19,11 +18,10 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 use sluice::auth::apikey::{self, GeneratedKey};
 use sluice::sse::Decoder;
-use sluice::ServeConfig;
 
 use crate::support::{
-    auth_fixture, open, request_to_host, rsa1, send, Answer, Downstream, Reply, TempDir,
-    TestServer, BOTH, GUARD, MCP,
+    auth_fixture, open, request_to_host, rsa1, send, Answer, Downstream, DownstreamBuilder,
+    Fixture, Reply, Stack, TempDir, Tools, BOTH, GUARD, MCP,
 };
 
 const PEPPER: &[u8] = b"integration-pepper";
@@ -197,59 +195,45 @@ toolset = "crm"
 
 // === servers ===
 
-/// A downstream that answers every request with `{"echoed":true}`, except `/hold`, which never
+/// Tenant `acme` (API keys and JWTs from a JWKS file in `dir`, audit to a file there) over a
+/// downstream that answers every request with `{"echoed":true}`, except `/hold`, which never
 /// answers (it holds one of the tenant's downstream slots).
-async fn downstream() -> SocketAddr {
-    Downstream::new()
-        .route("/hold", Answer::Stall)
-        .fallback(Answer::Json(r#"{"echoed":true}"#))
-        .start()
-        .await
-        .addr
-}
-
-/// sluice over tenant `acme` (API keys and JWTs from a JWKS file in `dir`, audit to a file
-/// there).
-struct Sluice {
-    server: TestServer,
+struct Acme {
     dir: TempDir,
     keys: Keys,
-    downstream: SocketAddr,
 }
 
-impl Deref for Sluice {
-    type Target = TestServer;
-    fn deref(&self) -> &TestServer {
-        &self.server
-    }
-}
-
-impl Sluice {
-    async fn start() -> Sluice {
-        Self::with(|_| {}).await
-    }
-
-    async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Sluice {
+impl Fixture for Acme {
+    fn new() -> Self {
         let dir = TempDir::new("auth");
         let mut jwk = Jwk::from_encoding_key(&rsa1(), Algorithm::RS256).expect("jwk");
         jwk.common.key_id = Some("k1".to_owned());
         let jwks = json!({ "keys": [jwk] });
         std::fs::write(dir.join("jwks.json"), jwks.to_string()).expect("jwks");
-        let keys = Keys::new();
-        let downstream = downstream().await;
-        let text = config_text(downstream, dir.path(), &keys, true);
-        let server = TestServer::toml(&text).with(configure).start().await;
-        Sluice {
-            server,
+        Acme {
             dir,
-            keys,
-            downstream,
+            keys: Keys::new(),
         }
     }
 
+    fn downstream() -> DownstreamBuilder {
+        Downstream::new()
+            .route("/hold", Answer::Stall)
+            .fallback(Answer::Json(r#"{"echoed":true}"#))
+    }
+
+    fn text(&self, downstream: SocketAddr, _: Tools) -> String {
+        config_text(downstream, self.dir.path(), &self.keys, true)
+    }
+}
+
+/// sluice over [`Acme`] on 127.0.0.1:0; shuts down when dropped.
+type Sluice = Stack<Acme>;
+
+impl Sluice {
     /// The audit records written so far (waits until at least `at_least` are there).
     async fn audit(&self, at_least: usize) -> Vec<Value> {
-        let path = self.dir.join("audit.jsonl");
+        let path = self.fixture.dir.join("audit.jsonl");
         let deadline = tokio::time::Instant::now() + GUARD;
         loop {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -464,12 +448,12 @@ async fn a_missing_credential_is_401_on_every_surface() {
 #[tokio::test]
 async fn bad_api_keys_are_401_invalid_token() {
     let s = Sluice::start().await;
-    let wrong_secret = format!("rtk_{}_{}", s.keys.full.id, "A".repeat(43));
+    let wrong_secret = format!("rtk_{}_{}", s.fixture.keys.full.id, "A".repeat(43));
     for token in [
         "rtk_garbage".to_owned(),
         wrong_secret,
-        s.keys.other.token.clone(), // a key of client `other`, on `app`'s path
-        s.keys.expired.token.clone(), // expired in 2020
+        s.fixture.keys.other.token.clone(), // a key of client `other`, on `app`'s path
+        s.fixture.keys.expired.token.clone(), // expired in 2020
         "not-a-known-credential".to_owned(),
     ] {
         let reply = post(s.addr, MCP, Some(&bearer(&token)), &[], &initialize()).await;
@@ -481,7 +465,7 @@ async fn bad_api_keys_are_401_invalid_token() {
     let reply = post(
         s.addr,
         "/runtime/acme/other/mcp",
-        Some(&bearer(&s.keys.other.token)),
+        Some(&bearer(&s.fixture.keys.other.token)),
         &[],
         &initialize(),
     )
@@ -492,7 +476,7 @@ async fn bad_api_keys_are_401_invalid_token() {
         s.addr,
         MCP,
         None,
-        &[("x-api-key", &s.keys.full.token)],
+        &[("x-api-key", &s.fixture.keys.full.token)],
         &initialize(),
     )
     .await;
@@ -502,18 +486,22 @@ async fn bad_api_keys_are_401_invalid_token() {
 #[tokio::test]
 async fn api_keys_rotate_by_reload() {
     let s = Sluice::start().await;
-    for key in [&s.keys.full, &s.keys.spare] {
+    for key in [&s.fixture.keys.full, &s.fixture.keys.spare] {
         let reply = post(s.addr, MCP, Some(&bearer(&key.token)), &[], &initialize()).await;
         assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
     }
     // The operator removes the old key and reloads: it stops working at once, the new one goes on.
-    let text = config_text(s.downstream, s.dir.path(), &s.keys, false);
-    let config = sluice::config::parse(&text, "test").expect("parses");
-    s.catalog.replace(&config).expect("reload");
+    let fixture = &s.fixture;
+    s.reload_text(&config_text(
+        s.downstream.addr,
+        fixture.dir.path(),
+        &fixture.keys,
+        false,
+    ));
     post(
         s.addr,
         MCP,
-        Some(&bearer(&s.keys.full.token)),
+        Some(&bearer(&s.fixture.keys.full.token)),
         &[],
         &initialize(),
     )
@@ -522,7 +510,7 @@ async fn api_keys_rotate_by_reload() {
     let reply = post(
         s.addr,
         MCP,
-        Some(&bearer(&s.keys.spare.token)),
+        Some(&bearer(&s.fixture.keys.spare.token)),
         &[],
         &initialize(),
     )
@@ -599,7 +587,7 @@ fn base64_url(bytes: &[u8]) -> String {
 #[tokio::test]
 async fn a_missing_tool_scope_is_403_with_a_step_up_challenge() {
     let s = Sluice::start().await;
-    let limited = bearer(&s.keys.limited.token);
+    let limited = bearer(&s.fixture.keys.limited.token);
     let sid = session(s.addr, &limited).await;
     let write = call(2, "tools/call", json!({"name":"write","arguments":{}}));
     let reply = post(
@@ -655,7 +643,7 @@ async fn a_missing_tool_scope_is_403_with_a_step_up_challenge() {
     .await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
     // A key with every scope may call it.
-    let full = bearer(&s.keys.full.token);
+    let full = bearer(&s.fixture.keys.full.token);
     let sid = session(s.addr, &full).await;
     let reply = post(
         s.addr,
@@ -724,8 +712,8 @@ async fn protected_resource_metadata_per_endpoint() {
 #[tokio::test]
 async fn another_callers_session_is_unknown_on_every_path() {
     let s = Sluice::start().await;
-    let alice = bearer(&s.keys.full.token);
-    let mallory = bearer(&s.keys.spare.token);
+    let alice = bearer(&s.fixture.keys.full.token);
+    let mallory = bearer(&s.fixture.keys.spare.token);
     let sid = session(s.addr, &alice).await;
     let ping = call(9, "ping", json!({}));
 
@@ -761,7 +749,7 @@ async fn another_callers_session_is_unknown_on_every_path() {
     );
     assert_eq!(send(s.addr, delete).await.status, StatusCode::NOT_FOUND);
     // The same session on another client's path, with that client's key: also unknown.
-    let other = bearer(&s.keys.other.token);
+    let other = bearer(&s.fixture.keys.other.token);
     let reply = post(
         s.addr,
         "/runtime/acme/other/mcp",
@@ -897,7 +885,7 @@ async fn cors_for_browser_clients() {
 #[tokio::test]
 async fn one_audit_record_per_call_with_its_dimensions() {
     let s = Sluice::start().await;
-    let auth = bearer(&s.keys.full.token);
+    let auth = bearer(&s.fixture.keys.full.token);
     let sid = session(s.addr, &auth).await;
     let headers = [
         ("mcp-session-id", sid.as_str()),
@@ -967,7 +955,10 @@ async fn one_audit_record_per_call_with_its_dimensions() {
         let record = found[0];
         assert_eq!(record["tenant"], "acme");
         assert_eq!(record["client"], "app");
-        assert_eq!(record["caller"], format!("apikey:{}", s.keys.full.id));
+        assert_eq!(
+            record["caller"],
+            format!("apikey:{}", s.fixture.keys.full.id)
+        );
         assert_eq!(record["session"], sid.as_str());
         assert_eq!(record["surface"], "mcp");
         assert_eq!(record["external_correlation_id"], "ext-42");
@@ -997,7 +988,7 @@ async fn one_audit_record_per_call_with_its_dimensions() {
 #[tokio::test]
 async fn streams_per_session_are_limited() {
     let s = Sluice::with(|config| config.streams.max_per_session = 1).await;
-    let auth = bearer(&s.keys.full.token);
+    let auth = bearer(&s.fixture.keys.full.token);
     let sid = session(s.addr, &auth).await;
     let headers = [
         ("accept", "text/event-stream"),
@@ -1015,7 +1006,7 @@ async fn streams_per_session_are_limited() {
 #[tokio::test]
 async fn metrics_exposition_parses_and_counts() {
     let s = Sluice::start().await;
-    let auth = bearer(&s.keys.full.token);
+    let auth = bearer(&s.fixture.keys.full.token);
     let sid = session(s.addr, &auth).await;
     let sse = [
         ("accept", "text/event-stream"),
@@ -1098,7 +1089,7 @@ async fn metrics_exposition_parses_and_counts() {
 #[tokio::test]
 async fn downstream_calls_per_tenant_are_limited() {
     let s = Sluice::with(|config| config.invoker.max_per_tenant = 1).await;
-    let auth = bearer(&s.keys.full.token);
+    let auth = bearer(&s.fixture.keys.full.token);
     let addr = s.addr;
     let quick = |auth: String| async move {
         post(

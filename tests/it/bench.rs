@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sluice::bench::{self, Flags, Report};
 
-use crate::support::{demo, request, send, TestServer};
+use crate::support::{demo, request, send, signal, TestServer};
 use http::Method;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
@@ -370,12 +370,7 @@ async fn sigint_ends_a_run_early_with_its_report() {
         .spawn()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let pid = child.id().unwrap().to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    signal(child.id().unwrap(), "INT");
     let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
         .await
         .expect("exits soon after SIGINT")
@@ -415,12 +410,7 @@ async fn idle_holds_sessions_and_streams_until_sigterm() {
     assert_eq!(gauge(&demo, "sluice_active_sessions").await, 50.0);
     assert_eq!(gauge(&demo, "sluice_active_streams").await, 50.0);
 
-    let pid = child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    signal(child.id().unwrap(), "TERM");
     let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
         .await
         .expect("exits after SIGTERM")

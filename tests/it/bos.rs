@@ -13,7 +13,9 @@ use serde_json::{json, Value};
 use sluice::auth::apikey::{self, GeneratedKey};
 use sluice::sse::Decoder;
 
-use crate::support::{full, request_to_host, rsa1, send, Answer as Route, Downstream, TestServer};
+use crate::support::{
+    full, request_to_host, rsa1, send, stateless_meta, Answer as Route, Downstream, TestServer,
+};
 
 const PLATFORM: &str = "/mcp/apps/bos/platform";
 const PEPPER: &[u8] = b"bos-pepper";
@@ -233,14 +235,7 @@ fn call(name: &str, arguments: Value, opt_in: bool, stateless: bool) -> Value {
         );
     }
     if stateless {
-        meta.insert(
-            "io.modelcontextprotocol/protocolVersion".into(),
-            json!("2026-07-28"),
-        );
-        meta.insert(
-            "io.modelcontextprotocol/clientInfo".into(),
-            json!({"name": "it", "version": "1"}),
-        );
+        stateless_meta(&mut meta);
     }
     json!({"jsonrpc":"2.0","id":"search-1","method":"tools/call",
            "params":{"name": name, "arguments": arguments, "_meta": meta}})

@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+use crate::support::Binary;
+
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
@@ -122,50 +124,16 @@ fn key_new_prints_a_key_and_its_hash_entry() {
 /// Redis, answers `/readyz`, and on SIGTERM drains and exits 0 (the process a deployment stops).
 #[test]
 fn serve_logs_json_and_drains_on_sigterm() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::process::Stdio;
-    use std::sync::mpsc;
+    use std::io::{Read, Write};
     use std::time::Duration;
 
-    let dir = std::env::temp_dir().join(format!("sluice-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("sluice.toml");
-    std::fs::write(
-        &config,
+    let mut binary = Binary::start(
+        "cli",
         "[server]\nlisten = \"127.0.0.1:0\"\n[server.log]\nformat = \"json\"\n\
          [cluster]\nexpected_instances = 2\n\
          [[tenant]]\nid = \"t\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"c\"\n",
-    )
-    .unwrap();
-    let mut child = sluice()
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (lines_tx, lines) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines_tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    let next = |what: &str| -> serde_json::Value {
-        loop {
-            let line = lines
-                .recv_timeout(Duration::from_secs(20))
-                .unwrap_or_else(|_| panic!("no {what} log line"));
-            let value: serde_json::Value = serde_json::from_str(&line)
-                .unwrap_or_else(|err| panic!("log line is not JSON ({err}): {line}"));
-            if value["fields"]["message"] == what {
-                return value;
-            }
-        }
-    };
+    );
+    let next = |what: &str| binary.until(what);
     let listening = next("listening");
     assert_eq!(listening["level"], "INFO");
     let addr = listening["fields"]["addr"].as_str().unwrap().to_owned();
@@ -186,24 +154,9 @@ fn serve_logs_json_and_drains_on_sigterm() {
     stream.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    binary.signal("TERM");
     next("SIGTERM: shutting down");
     next("drained; exiting");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let exit = binary.wait(Duration::from_secs(20));
     assert!(exit.success(), "{exit:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

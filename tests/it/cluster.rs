@@ -32,7 +32,8 @@ use sluice::ServeConfig;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::support::{
-    request, send, Answer, Downstream, Reply, SseReader, TestServer, BOTH, GUARD, INITIALIZED, MCP,
+    added_tools, echo_tool, request, send, Answer, Downstream, Reply, SseReader, TestServer, Tools,
+    BOTH, GUARD, INITIALIZED, MCP,
 };
 
 const PEPPER: &str = "cluster-pepper";
@@ -204,19 +205,8 @@ struct Callers {
     bob: GeneratedKey,
 }
 
-fn config_text(downstream: SocketAddr, callers: &Callers, cap: usize, extra_tool: bool) -> String {
-    let extra = if extra_tool {
-        format!(
-            r#"
-[[tenant.toolset.tool]]
-name = "added"
-description = "Appears on reload."
-downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" }}
-"#
-        )
-    } else {
-        String::new()
-    };
+fn config_text(downstream: SocketAddr, callers: &Callers, cap: usize, tools: Tools) -> String {
+    let extra = added_tools(downstream, tools);
     format!(
         r#"
 [server]
@@ -242,20 +232,12 @@ hash = "{bob_hash}"
 [[tenant.toolset]]
 id = "base"
 description = "Base tools"
-
-[[tenant.toolset.tool]]
-name = "echo"
-description = "Echo a greeting."
-downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" }}
-
-[[tenant.toolset.tool.output]]
-source = "message"
-exposed = "message"
-{extra}
+{echo}{extra}
 [[tenant.assignment]]
 client = "app"
 toolset = "base"
 "#,
+        echo = echo_tool(downstream),
         alice_id = callers.alice.id,
         alice_hash = callers.alice.hash_hex,
         bob_id = callers.bob.id,
@@ -284,7 +266,7 @@ impl Cluster {
         let dir = std::env::temp_dir().join(format!("sluice-cluster-{prefix}"));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let file = dir.join("sluice.toml");
-        std::fs::write(&file, config_text(downstream, &callers, cap, false)).expect("write");
+        std::fs::write(&file, config_text(downstream, &callers, cap, Tools::Base)).expect("write");
         let mut cluster = Cluster {
             nodes: Vec::new(),
             callers,
@@ -356,7 +338,7 @@ impl Cluster {
 
     /// Rewrites the shared configuration file with one more tool.
     fn add_tool(&self) {
-        let text = config_text(self.downstream, &self.callers, self.cap, true);
+        let text = config_text(self.downstream, &self.callers, self.cap, Tools::WithAdded);
         std::fs::write(&self.file, text).expect("rewrite");
     }
 

@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use sluice::sse::Decoder;
 
 use crate::support::{
-    self, full, open, request_to_host, Answer as Route, Answered, Downstream, Received, TestServer,
-    GUARD,
+    self, full, open, request_to_host, stateless_meta, Answer as Route, Answered, Downstream,
+    Received, TestServer, GUARD,
 };
 
 const MCP: &str = "/runtime/t/c/mcp";
@@ -270,14 +270,7 @@ fn call_body(id: Value, tool: &str, opt_in: Option<Value>, stateless: bool) -> V
         );
     }
     if stateless {
-        meta.insert(
-            "io.modelcontextprotocol/protocolVersion".into(),
-            json!("2026-07-28"),
-        );
-        meta.insert(
-            "io.modelcontextprotocol/clientInfo".into(),
-            json!({"name": "it", "version": "1"}),
-        );
+        stateless_meta(&mut meta);
     }
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
         "name": tool, "arguments": {"query": "x"}, "_meta": meta}})

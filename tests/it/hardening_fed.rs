@@ -524,17 +524,22 @@ async fn the_only_record(s: &Sluice, tool: &str, downstream: Option<&BigAnswer>)
     records[0].clone()
 }
 
-#[tokio::test]
-async fn a_rest_call_whose_client_disconnects_is_recorded_once_as_cancelled() {
+/// A call of `big` over `surface` (`"rest"` or `"mcp"`) whose client goes away once sluice has
+/// read the downstream's head leaves exactly one `cancelled` record.
+async fn check_disconnect_recorded_as_cancelled(surface: &str) {
     let downstream = BigAnswer::start(10_000).await;
     let s = Sluice::start("", &rest_tool("big", downstream.addr)).await;
-    let client = write_request(s.addr, &rest_request(s.addr, "big")).await;
+    let request = match surface {
+        "rest" => rest_request(s.addr, "big"),
+        _ => mcp_request(s.addr, "big", false),
+    };
+    let client = write_request(s.addr, &request).await;
     downstream.wait_arrived(1).await;
     // Long enough for sluice to read the downstream's head; then the client goes away.
     tokio::time::sleep(Duration::from_millis(1000)).await;
     drop(client);
     let record = the_only_record(&s, "big", Some(&downstream)).await;
-    assert_eq!(record["surface"], "rest");
+    assert_eq!(record["surface"], surface);
     assert_eq!(record["call_type"], "tool_call");
     assert_eq!(record["outcome"], "cancelled");
     assert_eq!(
@@ -545,22 +550,13 @@ async fn a_rest_call_whose_client_disconnects_is_recorded_once_as_cancelled() {
 }
 
 #[tokio::test]
+async fn a_rest_call_whose_client_disconnects_is_recorded_once_as_cancelled() {
+    check_disconnect_recorded_as_cancelled("rest").await;
+}
+
+#[tokio::test]
 async fn an_mcp_call_whose_client_disconnects_is_recorded_once_as_cancelled() {
-    let downstream = BigAnswer::start(10_000).await;
-    let s = Sluice::start("", &rest_tool("big", downstream.addr)).await;
-    let client = write_request(s.addr, &mcp_request(s.addr, "big", false)).await;
-    downstream.wait_arrived(1).await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    drop(client);
-    let record = the_only_record(&s, "big", Some(&downstream)).await;
-    assert_eq!(record["surface"], "mcp");
-    assert_eq!(record["call_type"], "tool_call");
-    assert_eq!(record["outcome"], "cancelled");
-    assert_eq!(
-        record["detail"],
-        "client disconnected; downstream answered 200"
-    );
-    assert!(record["duration_us"].as_u64().unwrap_or(0) >= 1_000_000);
+    check_disconnect_recorded_as_cancelled("mcp").await;
 }
 
 #[tokio::test]

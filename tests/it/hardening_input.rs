@@ -5,14 +5,13 @@
 //! that records every request it receives (so "nothing ran" is observed, not assumed).
 
 use std::net::SocketAddr;
-use std::ops::Deref;
 
 use http::Method;
 use serde_json::{json, Value};
-use sluice::ServeConfig;
 
 use crate::support::{
-    call_body as call, modern_meta, open, Answer, Downstream, TestServer, MCP, MODERN,
+    call_body as call, modern_meta, open, Answer, Downstream, DownstreamBuilder, Fixture,
+    ServerBuilder, Stack, Tools, MCP, MODERN,
 };
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
@@ -67,38 +66,32 @@ toolset = "shop"
     )
 }
 
-/// sluice on 127.0.0.1:0 over a fresh downstream that records every request and answers
+/// The catalog of [`config_text`] over a downstream that records every request and answers
 /// `{"ok":true}`, answering JSON when the client accepts both media types.
-struct Sluice {
-    server: TestServer,
-    downstream: Downstream,
-}
+struct Shop;
 
-impl Deref for Sluice {
-    type Target = TestServer;
-    fn deref(&self) -> &TestServer {
-        &self.server
+impl Fixture for Shop {
+    fn new() -> Self {
+        Shop
+    }
+
+    fn downstream() -> DownstreamBuilder {
+        Downstream::new().fallback(Answer::Json(r#"{"ok":true}"#))
+    }
+
+    fn text(&self, downstream: SocketAddr, _: Tools) -> String {
+        config_text(downstream)
+    }
+
+    fn server(builder: ServerBuilder) -> ServerBuilder {
+        builder.json_posts()
     }
 }
+
+/// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped.
+type Sluice = Stack<Shop>;
 
 impl Sluice {
-    async fn start() -> Sluice {
-        Self::with(|_| {}).await
-    }
-
-    async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Sluice {
-        let downstream = Downstream::new()
-            .fallback(Answer::Json(r#"{"ok":true}"#))
-            .start()
-            .await;
-        let server = TestServer::toml(&config_text(downstream.addr))
-            .json_posts()
-            .with(configure)
-            .start()
-            .await;
-        Sluice { server, downstream }
-    }
-
     /// A fresh Streamable HTTP session (handshake era; `initialize` only).
     async fn session(&self) -> String {
         let reply = self.post(MCP, &[], INITIALIZE).await;

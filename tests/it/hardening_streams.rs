@@ -6,8 +6,6 @@
 //! keeps the real binary's memory bounded; a full GET stream is closed).
 
 use std::net::SocketAddr;
-use std::ops::Deref;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,14 +13,13 @@ use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use serde_json::{json, Value};
-use sluice::catalog::Catalog;
 use sluice::transport::stream::{Resumed, StreamConfig, StreamKind, StreamRegistry};
 use sluice::transport::PostFraming;
-use sluice::ServeConfig;
 
 use crate::support::{
-    call_body, initialize_body, open, request, send, Answer, Downstream, Reply, SseReader,
-    TestServer, BOTH, GUARD, INITIALIZED, MCP,
+    added_tools, call_body, echo_tool, initialize_body, open, request, send, Answer, Binary,
+    Downstream, DownstreamBuilder, Fixture, Reply, SseReader, Stack, Tools, BOTH, GUARD,
+    INITIALIZED, MCP,
 };
 
 const VERSION: &str = "2025-11-25";
@@ -32,13 +29,11 @@ const VERSION: &str = "2025-11-25";
 /// A downstream API: `GET /echo` answers at once; `GET /hold` counts the call and answers only
 /// once the test calls [`Downstream::release`]; `POST /big` answers `{"text": …}` with the
 /// request's own `text` (a large answer for a large request).
-async fn downstream() -> Downstream {
+fn downstream() -> DownstreamBuilder {
     Downstream::new()
         .route("/hold", Answer::Hold(r#"{"message":"released"}"#))
         .route("/big", Answer::Echo)
         .fallback(Answer::Json(r#"{"message":"hello"}"#))
-        .start()
-        .await
 }
 
 /// How many calls reached `POST /big`.
@@ -48,7 +43,7 @@ fn big_calls(downstream: &Downstream) -> usize {
 
 // === sluice ===
 
-fn config_text(downstream: SocketAddr, server: &str, extra_tool: bool) -> String {
+fn config_text(downstream: SocketAddr, server: &str, tools: Tools) -> String {
     let mut text = format!(
         r#"
 [server]
@@ -64,16 +59,7 @@ id = "app"
 [[tenant.toolset]]
 id = "base"
 description = "Base tools"
-
-[[tenant.toolset.tool]]
-name = "echo"
-description = "Echo a greeting."
-downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" }}
-
-[[tenant.toolset.tool.output]]
-source = "message"
-exposed = "message"
-
+{echo}
 [[tenant.toolset.tool]]
 name = "slow"
 description = "Answers when the test says so."
@@ -97,61 +83,36 @@ required = true
 [[tenant.toolset.tool.output]]
 source = "text"
 exposed = "text"
-"#
+"#,
+        echo = echo_tool(downstream),
     );
-    if extra_tool {
-        text.push_str(&format!(
-            r#"
-[[tenant.toolset.tool]]
-name = "added"
-description = "Appears on reload."
-downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" }}
-"#
-        ));
-    }
+    text.push_str(&added_tools(downstream, tools));
     text.push_str("\n[[tenant.assignment]]\nclient = \"app\"\ntoolset = \"base\"\n");
     text
 }
 
-fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::config::Config {
-    sluice::config::parse(&config_text(downstream, "", extra_tool), "test").expect("parses")
+/// The catalog of [`config_text`] (no `[server]` settings) over [`downstream`].
+struct Streams;
+
+impl Fixture for Streams {
+    fn new() -> Self {
+        Streams
+    }
+
+    fn downstream() -> DownstreamBuilder {
+        downstream()
+    }
+
+    fn text(&self, downstream: SocketAddr, tools: Tools) -> String {
+        config_text(downstream, "", tools)
+    }
 }
 
 /// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped.
-struct Sluice {
-    server: TestServer,
-    downstream: Downstream,
-}
+type Sluice = Stack<Streams>;
 
-impl Deref for Sluice {
-    type Target = TestServer;
-    fn deref(&self) -> &TestServer {
-        &self.server
-    }
-}
-
+/// Handshake-era requests at [`VERSION`] on [`MCP`].
 impl Sluice {
-    async fn start() -> Sluice {
-        Self::with(|_| {}).await
-    }
-
-    async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Sluice {
-        let downstream = downstream().await;
-        let catalog =
-            Arc::new(Catalog::from_config(&catalog_config(downstream.addr, false)).expect("valid"));
-        let server = TestServer::catalog(catalog).with(configure).start().await;
-        Sluice { server, downstream }
-    }
-
-    /// Reloads the catalog with one more tool: list_changed goes out.
-    fn add_tool(&self) {
-        let outcome = self
-            .catalog
-            .replace(&catalog_config(self.downstream.addr, true))
-            .expect("reload");
-        assert!(!outcome.changed.is_empty());
-    }
-
     async fn post(&self, session: Option<&str>, body: &str) -> Reply {
         let req = self.post_request(session, body);
         send(self.addr, req).await
@@ -294,11 +255,7 @@ async fn list_changed_reaches_running_and_retained_post_streams() {
     assert!(answer.frame().await.is_none());
 
     // Retained: the next change is kept for a resume from the response's id.
-    let outcome = sluice
-        .catalog
-        .replace(&catalog_config(sluice.downstream.addr, false))
-        .expect("reload");
-    assert!(!outcome.changed.is_empty());
+    assert!(!sluice.reload(Tools::Base).changed.is_empty());
     let response_id = response_id.expect("the response has an id");
     let mut resumed = sluice
         .sse(sluice.get_request(&session, Some(&response_id)))
@@ -522,42 +479,15 @@ async fn a_get_stream_full_of_notifications_is_closed_and_resumable() {
 /// grew by hundreds of MB); now the stream's queue is bounded and the POSTs past it get 503.
 #[tokio::test]
 async fn an_unread_legacy_stream_keeps_the_servers_memory_bounded() {
-    use std::process::{Command, Stdio};
-
-    let downstream = downstream().await;
-    let dir = std::env::temp_dir().join(format!("sluice-streams-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("sluice.toml");
+    let downstream = downstream().start().await;
     let server = "listen = \"127.0.0.1:0\"\nmax_body_bytes = 4194304\n\
                   [server.log]\nformat = \"json\"";
-    std::fs::write(&config, config_text(downstream.addr, server, false)).expect("config");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sluice");
-    let pid = child.id();
-    let stdout = child.stdout.take().expect("stdout");
-    let addr = tokio::task::spawn_blocking(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let value: Value = serde_json::from_str(&line).unwrap_or_default();
-            if value["fields"]["message"] == "listening" {
-                return value["fields"]["addr"].as_str().map(str::to_owned);
-            }
-        }
-        None
-    })
-    .await
-    .expect("reader")
-    .expect("the listening line");
-    let addr: SocketAddr = addr.parse().expect("addr");
+    let binary = Binary::start(
+        "streams",
+        &config_text(downstream.addr, server, Tools::Base),
+    );
+    let pid = binary.child.id();
+    let addr: SocketAddr = binary.addr().parse().expect("addr");
 
     let rss = || -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
@@ -583,8 +513,7 @@ async fn an_unread_legacy_stream_keeps_the_servers_memory_bounded() {
     // Let the accepted calls finish and queue their answers.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = rss();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(binary);
     let grown_mb = after.saturating_sub(before) / 1024;
     assert!(
         refused > 0,

@@ -818,89 +818,56 @@ fn plan_problems_name_each_class() {
     let input = |source: &str, exposed: &str, extra: &str| {
         format!("[[input]]\nsource = \"{source}\"\nexposed = \"{exposed}\"\n{extra}\n")
     };
-    let cases: Vec<(String, &str)> = vec![
-        (base("GET", "http://h/{id", ""), "unbalanced braces"),
-        (base("GET", "ftp://h/x", ""), "http:// or https://"),
-        (base("GET", "http://h h/x", ""), "not a valid absolute URL"),
-        (
-            base("GET", "http://h/{id}", ""),
-            "no input field with location \"path\"",
-        ),
-        (
-            base(
-                "GET",
-                "http://h/x",
-                &input("id", "id", "location = \"path\""),
-            ),
-            "id: path field names parameter {id}",
-        ),
-        (
-            base("POST", "http://h/x", &input("a..b", "a", "")),
-            "a: source path",
-        ),
-        (
-            base("POST", "http://h/x", &input("a[*].b", "a.b", "")),
-            "a.b: source path \"a[*].b\" and exposed path do not have the same [*] structure",
-        ),
-        (
-            base(
-                "GET",
-                "http://h/x",
-                &input("a", "a", "location = \"query\"\ntype = \"object\""),
-            ),
-            "a: a query field must be a scalar or an array of scalars",
-        ),
-        (
-            base(
-                "GET",
-                "http://h/x",
-                &input("a.b", "a", "location = \"header\""),
-            ),
-            "a: the source of a header field must be one header name",
-        ),
-        (
-            base(
-                "GET",
-                "http://h/x",
-                &input("X@Y", "a", "location = \"header\""),
-            ),
-            "a: \"X@Y\" is not a valid header name",
-        ),
-        (
-            base(
-                "GET",
-                "http://h/x",
-                &input("a[*]", "a[*]", "location = \"header\""),
-            ),
-            "a[*]: a header field must be a single scalar value, not an array (a list could be sent comma-joined",
-        ),
-        (
-            base(
-                "GET",
-                "http://h/x",
-                &input("r", "regions[*]", "location = \"query\""),
-            ),
-            "regions[*]: source path \"r\" and exposed path do not have the same [*] structure",
-        ),
-        (
-            base(
-                "GET",
-                "http://h/x",
-                &input("r[*]", "r[*]", "location = \"query\"\ntype = \"object\""),
-            ),
-            "r[*]: a query field must be a scalar or an array of scalars",
-        ),
-        (base("GE T", "http://h/x", ""), "invalid HTTP method"),
-    ];
-    for (text, expected) in &cases {
-        let problems = compile(text);
+    // One input field on `GET` or `POST http://h/x`.
+    let get = |source, exposed, extra| base("GET", "http://h/x", &input(source, exposed, extra));
+    let post = |source, exposed, extra| base("POST", "http://h/x", &input(source, exposed, extra));
+    let check = |text: String, expected: &str| {
+        let problems = compile(&text);
         assert_eq!(problems.len(), 1, "{text}\n{problems:#?}");
         assert!(
             problems[0].contains(expected),
             "{:?} lacks {expected:?}",
             problems[0]
         );
-    }
+    };
+    check(base("GET", "http://h/{id", ""), "unbalanced braces");
+    check(base("GET", "ftp://h/x", ""), "http:// or https://");
+    check(base("GET", "http://h h/x", ""), "not a valid absolute URL");
+    check(
+        base("GET", "http://h/{id}", ""),
+        "no input field with location \"path\"",
+    );
+    check(
+        get("id", "id", "location = \"path\""),
+        "id: path field names parameter {id}",
+    );
+    check(post("a..b", "a", ""), "a: source path");
+    check(
+        post("a[*].b", "a.b", ""),
+        "a.b: source path \"a[*].b\" and exposed path do not have the same [*] structure",
+    );
+    check(
+        get("a", "a", "location = \"query\"\ntype = \"object\""),
+        "a: a query field must be a scalar or an array of scalars",
+    );
+    check(
+        get("a.b", "a", "location = \"header\""),
+        "a: the source of a header field must be one header name",
+    );
+    check(
+        get("X@Y", "a", "location = \"header\""),
+        "a: \"X@Y\" is not a valid header name",
+    );
+    check(get("a[*]", "a[*]", "location = \"header\""), "a[*]: a header field must be a single scalar value, not an array (a list could be sent comma-joined");
+    check(
+        get("r", "regions[*]", "location = \"query\""),
+        "regions[*]: source path \"r\" and exposed path do not have the same [*] structure",
+    );
+    check(
+        get("r[*]", "r[*]", "location = \"query\"\ntype = \"object\""),
+        "r[*]: a query field must be a scalar or an array of scalars",
+    );
+    check(base("GE T", "http://h/x", ""), "invalid HTTP method");
     // Every problem is reported, not just the first.
     let all = compile(&base(
         "GE T",

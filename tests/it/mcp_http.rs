@@ -7,8 +7,6 @@
 //! SSE bodies are read with `sluice::sse::Decoder`.
 
 use std::net::SocketAddr;
-use std::ops::Deref;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,31 +14,27 @@ use http::{Method, Request, StatusCode};
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use sluice::catalog::Catalog;
 use sluice::transport::PostFraming;
-use sluice::ServeConfig;
 use tokio::net::TcpStream;
 
 use crate::support::{
-    self, initialize_body, request, send, Answer, Downstream, Reply, SseReader, TestServer, BOTH,
-    GUARD, MCP,
+    self, added_tools, echo_tool, initialize_body, request, send, Answer, Downstream,
+    DownstreamBuilder, Fixture, Reply, SseReader, Stack, Tools, BOTH, GUARD, MCP,
 };
 
 // === downstream ===
 
 /// A downstream API: `GET /hold` announces itself, never answers, and reports when its request
 /// future is dropped (the caller went away); every other path answers at once.
-async fn downstream() -> Downstream {
+fn downstream() -> DownstreamBuilder {
     Downstream::new()
         .route("/hold", Answer::Stall)
         .fallback(Answer::Json(r#"{"message":"hello","n":7}"#))
-        .start()
-        .await
 }
 
 // === sluice ===
 
-fn config_text(downstream: SocketAddr, extra_tool: bool) -> String {
+fn config_text(downstream: SocketAddr, tools: Tools) -> String {
     let mut text = format!(
         r#"
 [[tenant]]
@@ -57,32 +51,15 @@ id = "other"
 id = "base"
 description = "Base tools"
 system_prompt = "Be brief."
-
-[[tenant.toolset.tool]]
-name = "echo"
-description = "Echo a greeting."
-downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" }}
-
-[[tenant.toolset.tool.output]]
-source = "message"
-exposed = "message"
-
+{echo}
 [[tenant.toolset.tool]]
 name = "slow"
 description = "Never answers."
 downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/hold", timeout_ms = 60000 }}
-"#
+"#,
+        echo = echo_tool(downstream),
     );
-    if extra_tool {
-        text.push_str(&format!(
-            r#"
-[[tenant.toolset.tool]]
-name = "added"
-description = "Appears on reload."
-downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" }}
-"#
-        ));
-    }
+    text.push_str(&added_tools(downstream, tools));
     text.push_str(
         r#"
 [[tenant.assignment]]
@@ -97,50 +74,25 @@ toolset = "base"
     text
 }
 
-fn catalog_config(downstream: SocketAddr, extra_tool: bool) -> sluice::config::Config {
-    sluice::config::parse(&config_text(downstream, extra_tool), "test").expect("parses")
+/// The catalog of [`config_text`] over [`downstream`].
+struct Transport;
+
+impl Fixture for Transport {
+    fn new() -> Self {
+        Transport
+    }
+
+    fn downstream() -> DownstreamBuilder {
+        downstream()
+    }
+
+    fn text(&self, downstream: SocketAddr, tools: Tools) -> String {
+        config_text(downstream, tools)
+    }
 }
 
 /// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped.
-struct Sluice {
-    server: TestServer,
-    downstream: Downstream,
-}
-
-impl Deref for Sluice {
-    type Target = TestServer;
-    fn deref(&self) -> &TestServer {
-        &self.server
-    }
-}
-
-impl Sluice {
-    async fn start() -> Sluice {
-        Self::with(|_| {}).await
-    }
-
-    async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Sluice {
-        let downstream = downstream().await;
-        let catalog =
-            Arc::new(Catalog::from_config(&catalog_config(downstream.addr, false)).expect("valid"));
-        let server = TestServer::catalog(catalog).with(configure).start().await;
-        Sluice { server, downstream }
-    }
-
-    /// Starts the server's drain (as SIGTERM would).
-    fn shutdown(&mut self) {
-        self.server.shutdown();
-    }
-
-    /// Reloads the catalog with one more tool for acme/app and acme/other.
-    fn add_tool(&self) {
-        let outcome = self
-            .catalog
-            .replace(&catalog_config(self.downstream.addr, true))
-            .expect("reload");
-        assert!(!outcome.changed.is_empty());
-    }
-}
+type Sluice = Stack<Transport>;
 
 async fn post_to(addr: SocketAddr, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {
     support::post(addr, path, extra, body).await
@@ -834,24 +786,32 @@ async fn resumption_replays_only_later_frames_of_the_same_stream() {
     .assert_error(409, -32000, Value::Null);
 }
 
+/// Calls `slow` (request id `id`) in `session` from a task: the reply is whatever the session
+/// answers once the call ends.
+fn call_slow(addr: SocketAddr, session: &str, id: u64) -> tokio::task::JoinHandle<Reply> {
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"slow","arguments":{{}}}}}}"#
+    );
+    let session = session.to_owned();
+    tokio::spawn(async move {
+        post(
+            addr,
+            &[
+                ("mcp-session-id", &session),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+            &call,
+        )
+        .await
+    })
+}
+
 #[tokio::test]
 async fn notifications_cancelled_stops_the_request_and_no_response_is_sent() {
     let sluice = Sluice::start().await;
     let addr = sluice.addr;
     let id = session(addr, "2025-11-25").await;
-    let call = r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;
-    let session_id = id.clone();
-    let pending = tokio::spawn(async move {
-        post(
-            addr,
-            &[
-                ("mcp-session-id", &session_id),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-            call,
-        )
-        .await
-    });
+    let pending = call_slow(addr, &id, 42);
     sluice.downstream.wait_entered().await;
     // Another session cannot cancel it.
     let intruder = session(addr, "2025-11-25").await;
@@ -869,8 +829,8 @@ async fn notifications_cancelled_stops_the_request_and_no_response_is_sent() {
 }
 
 /// Opens a stateless `subscriptions/listen` stream with request id `id` asking for
-/// `notifications` (the object of the listen params).
-async fn open_listen(addr: SocketAddr, id: Value, notifications: Value) -> SseReader {
+/// `notifications` (the object of the listen params) and reads its acknowledgement (returned with the stream).
+async fn open_listen(addr: SocketAddr, id: Value, notifications: Value) -> (SseReader, Value) {
     let listen = modern_body(id, "subscriptions/listen", notifications);
     let listen_req = request(
         addr,
@@ -884,7 +844,10 @@ async fn open_listen(addr: SocketAddr, id: Value, notifications: Value) -> SseRe
         ],
         &listen,
     );
-    SseReader::open(addr, listen_req).await
+    let mut listener = SseReader::open(addr, listen_req).await;
+    let ack = listener.next_message().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    (listener, ack)
 }
 
 #[tokio::test]
@@ -892,20 +855,7 @@ async fn delete_cancels_the_sessions_in_flight_requests() {
     let sluice = Sluice::start().await;
     let addr = sluice.addr;
     let id = session(addr, "2025-11-25").await;
-    let call =
-        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;
-    let session_id = id.clone();
-    let pending = tokio::spawn(async move {
-        post(
-            addr,
-            &[
-                ("mcp-session-id", &session_id),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-            call,
-        )
-        .await
-    });
+    let pending = call_slow(addr, &id, 7);
     sluice.downstream.wait_entered().await;
     let reply = send(
         addr,
@@ -923,14 +873,12 @@ async fn delete_cancels_the_sessions_in_flight_requests() {
 async fn a_draining_server_ends_a_listen_stream_with_its_final_result() {
     let mut sluice = Sluice::start().await;
     let addr = sluice.addr;
-    let mut listener = open_listen(
+    let (mut listener, _) = open_listen(
         addr,
         json!("sub-end"),
         json!({"notifications":{"toolsListChanged":true}}),
     )
     .await;
-    let ack = listener.next_message().await;
-    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     sluice.shutdown();
     let last = listener.next_message().await;
     assert_eq!(last["id"], "sub-end", "{last}");
@@ -948,19 +896,17 @@ async fn a_prompt_change_pushes_prompts_and_resources_list_changed_only() {
     let addr = sluice.addr;
     let with_stream = session(addr, "2025-11-25").await;
     let mut stream = get_stream(addr, &with_stream, &[]).await;
-    let mut listener = open_listen(
+    let (mut listener, _) = open_listen(
         addr,
         json!(7),
         json!({"notifications":{"toolsListChanged":true,"promptsListChanged":true}}),
     )
     .await;
-    let ack = listener.next_message().await;
-    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
 
     // Only the toolset prompt changes: the tool listing stays the same.
-    let text = config_text(sluice.downstream.addr, false).replace("Be brief.", "Be very brief.");
-    let config = sluice::config::parse(&text, "test").expect("parses");
-    let outcome = sluice.catalog.replace(&config).expect("reload");
+    let text =
+        config_text(sluice.downstream.addr, Tools::Base).replace("Be brief.", "Be very brief.");
+    let outcome = sluice.reload_text(&text);
     assert!(
         outcome.changed.is_empty(),
         "the tool listing did not change"
@@ -993,7 +939,7 @@ async fn list_changed_reaches_live_streams_after_a_reload() {
     let with_stream = session(addr, "2025-06-18").await;
     let mut stream = get_stream(addr, &with_stream, &[]).await;
     // A session of another client holds a stream too; a client that did not change would not.
-    let mut listener = open_listen(
+    let (mut listener, ack) = open_listen(
         addr,
         json!("sub-1"),
         json!({"notifications":{"toolsListChanged":true}}),
@@ -1001,8 +947,6 @@ async fn list_changed_reaches_live_streams_after_a_reload() {
     .await;
     assert_eq!(listener.status, StatusCode::OK);
     assert_eq!(listener.header("mcp-session-id"), "");
-    let ack = listener.next_message().await;
-    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub-1",
         "{ack}"
@@ -1154,11 +1098,7 @@ async fn list_changed_is_not_queued_for_a_session_without_a_stream() {
     // …leaves nothing for it: once it opens a stream, the next reload is the only message
     // before DELETE ends the stream.
     let mut stream = get_stream(addr, &without, &[]).await;
-    let outcome = sluice
-        .catalog
-        .replace(&catalog_config(sluice.downstream.addr, false))
-        .expect("reload");
-    assert!(!outcome.changed.is_empty());
+    assert!(!sluice.reload(Tools::Base).changed.is_empty());
     let message = stream.next_message().await;
     assert_eq!(message["method"], "notifications/tools/list_changed");
     assert_eq!(delete(addr, &without).await.status, StatusCode::NO_CONTENT);

@@ -1,7 +1,8 @@
 //! The one test kit of the integration binary: [`TestServer`] (sluice on 127.0.0.1:0, shut
 //! down on drop), [`Downstream`] (a fake business API built route by route), [`Reply`] and
 //! [`SseReader`] (answers read whole or event by event), [`Binary`] (the real `sluice serve`
-//! with its JSON logs), the one-connection clients and raw socket helpers, and the MCP bodies
+//! with its JSON logs), [`Stack`] (a server over a downstream, from one module's
+//! [`Fixture`]), the one-connection clients and raw socket helpers, and the MCP bodies
 //! every module sends. Tests read like sentences:
 //!
 //! ```ignore
@@ -21,6 +22,7 @@ mod process;
 mod reply;
 mod server;
 mod sse;
+mod stack;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,12 +32,17 @@ pub use auth::{auth_fixture, rsa1};
 pub use client::{
     open, post, raw, raw_status, read_until_closed, request, request_to_host, send, write_request,
 };
-pub use downstream::{full, http_server, Answer, Answered, Downstream, Received};
-pub use mcp::{call_body, initialize_body, modern_meta, session, INITIALIZED, MODERN};
-pub use process::Binary;
+pub use downstream::{
+    full, http_server, Answer, Answered, Downstream, DownstreamBuilder, Received,
+};
+pub use mcp::{
+    call_body, initialize_body, modern_meta, session, stateless_meta, INITIALIZED, MODERN,
+};
+pub use process::{signal, Binary};
 pub use reply::Reply;
 pub use server::{demo, ServerBuilder, TestServer};
 pub use sse::SseReader;
+pub use stack::{added_tools, echo_tool, Fixture, Stack, Tools};
 
 /// The hang guard of every exchange: a test that waits longer has found a hang.
 pub const GUARD: Duration = Duration::from_secs(20);

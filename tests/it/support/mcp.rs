@@ -37,6 +37,19 @@ pub fn modern_meta() -> Value {
         "io.modelcontextprotocol/clientCapabilities": {}})
 }
 
+/// Adds to a request's `_meta` what a stateless-era client names besides its capabilities:
+/// the protocol version ([`MODERN`]) and the client (`it` 1).
+pub fn stateless_meta(meta: &mut serde_json::Map<String, Value>) {
+    meta.insert(
+        "io.modelcontextprotocol/protocolVersion".into(),
+        json!(MODERN),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientInfo".into(),
+        json!({"name": "it", "version": "1"}),
+    );
+}
+
 /// Opens a handshake-era session at `path` (answers preferred as JSON): `initialize` at
 /// `version`, then `notifications/initialized`; returns the session id.
 pub async fn session(addr: SocketAddr, path: &str, version: &str) -> String {

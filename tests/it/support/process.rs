@@ -123,11 +123,7 @@ impl Binary {
 
     /// Sends signal `name` (`TERM`, `INT`, …) with `kill`.
     pub fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success());
+        signal(self.child.id(), name);
     }
 
     /// Waits for the exit, failing after `within`.
@@ -141,6 +137,15 @@ impl Binary {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// Sends signal `name` (`TERM`, `INT`, …) to process `pid` with `kill`.
+pub fn signal(pid: u32, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
 }
 
 impl Drop for Binary {
