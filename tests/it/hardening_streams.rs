@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use serde_json::{json, Value};
+use serde_json::json;
 use sluice::transport::stream::{Resumed, StreamConfig, StreamKind, StreamRegistry};
 use sluice::transport::PostFraming;
 
