@@ -30,7 +30,8 @@
 //! - [`rest`]: the REST surface over the catalog and invoke code.
 //! - [`admin`]: `POST /admin/reload`.
 //! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
-//! - [`bench`]: `sluice bench`, the MCP load generator and idle-session hold (a client only).
+//! - [`bench`](mod@bench): `sluice bench`, the MCP load generator and idle-session hold (a
+//!   client only).
 //! - [`server`]: the composition root that wires routes to surfaces and runs the listener.
 //!
 //! `main.rs` only parses flags, builds the configuration, binds a listener and calls [`serve`].

@@ -11,7 +11,7 @@
 //! final result is answered as usual.
 //!
 //! Must not touch HTTP or SSE framing: events reach the transport through an
-//! [`EventSink`](crate::federation::EventSink).
+//! [`EventSink`].
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -91,15 +91,17 @@ impl StreamWriter {
     }
 
     /// Encodes one message, retains it, and returns the frame without sending it: for streams
-    /// opened with [`StreamRegistry::open_inline`], whose frames go out in one inline body.
+    /// opened with [`StreamRegistry::open_inline`](super::StreamRegistry::open_inline), whose
+    /// frames go out in one inline body.
     pub fn push(&self, message: &[u8]) -> Result<Bytes, StreamError> {
         self.push_frame(Frame::Message(message))
     }
 
-    /// Attaches a connection to a `Post` stream opened with [`StreamRegistry::open_inline`]
-    /// whose answer turned out not to be ready at once: frames written from now on go to the
-    /// returned receiver (hand it to `Body::counted` with the byte count), and the stream
-    /// counts as live (keep-alives, list_changed).
+    /// Attaches a connection to a `Post` stream opened with
+    /// [`StreamRegistry::open_inline`](super::StreamRegistry::open_inline) whose answer turned out
+    /// not to be ready at once: frames written from now on go to the returned receiver (hand it to
+    /// `Body::counted` with the byte count), and the stream counts as live (keep-alives,
+    /// list_changed).
     pub fn connect(&self) -> Result<(mpsc::Receiver<Bytes>, Arc<Backlog>), StreamError> {
         let mut state = self.stream.lock();
         if state.closed || state.ended {
