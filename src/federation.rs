@@ -150,7 +150,8 @@ pub struct FederationConfig {
     pub default_source_timeout: Duration,
     /// Operation deadline when the tool sets none.
     pub default_deadline: Duration,
-    /// Largest provider body read.
+    /// Largest provider body read (`[server] downstream_max_answer_bytes`, shared with tool
+    /// answers).
     pub max_provider_body_bytes: usize,
     /// Most pages read from one source whose `max_pages` is unset.
     pub max_pages_per_source: usize,

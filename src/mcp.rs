@@ -370,6 +370,8 @@ impl Dispatcher {
                 max_concurrent_sources: advert.max_concurrent_sources as usize,
                 max_pages_per_source: config.federated_max_pages,
                 max_records_per_call: config.federated_max_records,
+                // `downstream_max_answer_bytes` bounds provider pages as it bounds tool answers.
+                max_provider_body_bytes: invoker.config().max_response_bytes,
                 ..FederationConfig::default()
             })
             .with_answer_budget(Arc::clone(invoker.answer_budget())),

@@ -173,6 +173,7 @@ pub async fn serve(
                 post_framing: config.post_framing,
                 max_body_bytes: config.limits.max_body_bytes,
                 body_read_timeout: config.limits.body_read_timeout,
+                json_limits: config.json_limits,
                 sessions_enabled: config.sessions_enabled,
                 require_session: config.require_session,
                 sse_enabled: config.sse_enabled,

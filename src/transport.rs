@@ -71,6 +71,8 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Longest pause between two chunks of a request body; longer → 408.
     pub body_read_timeout: Duration,
+    /// Limits of message parsing (nesting depth; deeper → 400, -32700).
+    pub json_limits: crate::jsonrpc::Limits,
     /// Mint sessions on `initialize`.
     pub sessions_enabled: bool,
     /// A handshake-era request other than `initialize` without `Mcp-Session-Id` → 400.
@@ -88,6 +90,7 @@ impl Default for Settings {
             post_framing: PostFraming::Sse,
             max_body_bytes: crate::http::body::DEFAULT_MAX_BODY_BYTES,
             body_read_timeout: crate::http::body::DEFAULT_BODY_READ_TIMEOUT,
+            json_limits: crate::jsonrpc::Limits::DEFAULT,
             sessions_enabled: true,
             require_session: false,
             sse_enabled: true,

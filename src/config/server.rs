@@ -19,6 +19,10 @@ pub struct ServerSettings {
     pub admin_token: Option<String>,
     /// Largest request body accepted, in bytes (413 past it).
     pub max_body_bytes: usize,
+    /// Deepest nesting of arrays and objects in a JSON-RPC message body, the message object
+    /// counting as one; a deeper body is refused as not JSON (400, -32700) before any handler
+    /// sees it. At most 1024.
+    pub max_json_depth: usize,
     /// Most connections served at once; further accepts wait.
     pub max_connections: usize,
     /// Grace period for in-flight requests on shutdown, in seconds.
@@ -29,6 +33,11 @@ pub struct ServerSettings {
     pub downstream_connect_timeout_ms: u64,
     /// Default downstream request timeout in milliseconds, when a tool sets none.
     pub downstream_timeout_ms: u64,
+    /// Largest downstream answer read, in bytes (a tool response, or one federation provider
+    /// page); a larger one (by `Content-Length` or as it streams in) is not read further and
+    /// fails the call (502 on REST, an `isError` result in MCP, `source_unavailable` for a
+    /// federated source).
+    pub downstream_max_answer_bytes: usize,
     /// How long a client may take to send a request head, in seconds: from accept for the first
     /// request (a connection that sends nothing is closed), from its first byte for later HTTP/1
     /// heads.
@@ -135,11 +144,13 @@ impl Default for ServerSettings {
             listen: "127.0.0.1:8080".to_owned(),
             admin_token: None,
             max_body_bytes: 4 * 1024 * 1024,
+            max_json_depth: 128,
             max_connections: 10_000,
             drain_secs: 10,
             downstream_pool_idle_per_host: 64,
             downstream_connect_timeout_ms: 2_000,
             downstream_timeout_ms: 30_000,
+            downstream_max_answer_bytes: 8 * 1024 * 1024,
             header_read_timeout_secs: 10,
             idle_connection_secs: 60,
             body_read_timeout_secs: 30,

@@ -30,6 +30,7 @@ use crate::config::ServerSettings;
 
 /// Largest downstream response body read, in bytes. A larger body (by `Content-Length` or as it
 /// streams in) fails the call with `ResponseProblem::TooLarge` (502) and the rest is not read.
+/// `[server] downstream_max_answer_bytes` sets it.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Idle pooled connections kept per downstream host; more are closed when returned.
@@ -55,7 +56,8 @@ pub struct InvokerConfig {
     pub connect_timeout: Duration,
     /// Timeout of calls whose tool sets none.
     pub default_timeout: Duration,
-    /// Largest response body read.
+    /// `downstream_max_answer_bytes`: largest response body read (federation provider pages
+    /// are held to the same size, `Dispatcher::new` in `mcp.rs`).
     pub max_response_bytes: usize,
     /// What happens to argument members no rule names.
     pub unknown_fields: UnknownFields,
@@ -135,6 +137,7 @@ impl InvokerConfig {
             max_idle_per_host: settings.downstream_pool_idle_per_host,
             connect_timeout: Duration::from_millis(settings.downstream_connect_timeout_ms),
             default_timeout: Duration::from_millis(settings.downstream_timeout_ms),
+            max_response_bytes: settings.downstream_max_answer_bytes,
             max_per_tenant: settings.max_downstream_per_tenant,
             answer_budget_bytes: settings.downstream_answer_budget_bytes,
             ..Self::default()

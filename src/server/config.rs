@@ -15,6 +15,7 @@ use crate::catalog::Catalog;
 use crate::config::{AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings};
 use crate::http::Limits;
 use crate::invoke::InvokerConfig;
+use crate::jsonrpc;
 use crate::mcp::{DispatcherConfig, SourceResultsAdvert};
 use crate::session::{RedisConfig, SessionConfig};
 use crate::transport;
@@ -25,6 +26,8 @@ use crate::transport::stream::StreamConfig;
 pub struct ServeConfig {
     /// Connection and request limits (each documents what happens when it is hit).
     pub limits: Limits,
+    /// Limits of JSON-RPC message parsing (`[server] max_json_depth`; deeper → 400, -32700).
+    pub json_limits: jsonrpc::Limits,
     /// Interval between `: keepalive` comments on idle SSE streams
     /// ([`transport::DEFAULT_SSE_KEEPALIVE`]).
     pub sse_keepalive: Duration,
@@ -75,6 +78,7 @@ impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             limits: Limits::default(),
+            json_limits: jsonrpc::Limits::DEFAULT,
             sse_keepalive: transport::DEFAULT_SSE_KEEPALIVE,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
@@ -114,6 +118,9 @@ impl ServeConfig {
                 idle_timeout: Duration::from_secs(settings.idle_connection_secs),
                 body_read_timeout: Duration::from_secs(settings.body_read_timeout_secs),
                 h2_max_concurrent_streams: settings.h2_max_concurrent_streams,
+            },
+            json_limits: jsonrpc::Limits {
+                max_depth: settings.max_json_depth,
             },
             sse_keepalive: Duration::from_secs(settings.keepalive_secs),
             allowed_origins: settings.allowed_origins.clone(),

@@ -122,7 +122,8 @@ pub async fn post(
             let framing = framing(accept, sse_default);
             if let (Some(bound), Framing::Sse, names::TOOLS_CALL) = (&session, framing, method) {
                 let snapshot = Arc::clone(&admitted.snapshot);
-                let call = OwnedCall::new(&scope, snapshot, version, id, params.as_ref());
+                let limits = transport.settings.json_limits;
+                let call = OwnedCall::new(&scope, snapshot, version, id, params.as_ref(), limits);
                 return streamed_call(transport, owner, bound, id, call).await;
             }
             let dispatch = transport
@@ -379,6 +380,8 @@ struct OwnedCall {
     surface: crate::audit::Surface,
     stream_sources: bool,
     platform: bool,
+    /// The limits the request was parsed with, so it parses again whatever its depth.
+    json_limits: crate::jsonrpc::Limits,
 }
 
 /// A dispatch that owns its inputs.
@@ -392,6 +395,7 @@ impl OwnedCall {
         version: ProtocolVersion,
         id: Id<'_>,
         params: Option<&crate::jsonrpc::Payload<'_>>,
+        json_limits: crate::jsonrpc::Limits,
     ) -> Self {
         let mut request = BytesMut::with_capacity(256);
         request.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
@@ -415,6 +419,7 @@ impl OwnedCall {
             surface: scope.surface,
             stream_sources: scope.stream_sources,
             platform: scope.platform,
+            json_limits,
         }
     }
 
@@ -423,7 +428,9 @@ impl OwnedCall {
             let mut owned = self;
             let mut request = std::mem::take(&mut owned.request);
             // It was a valid request a moment ago; re-serialized, it parses the same.
-            let Ok(Message::Request { method, params, .. }) = crate::jsonrpc::parse(&mut request)
+            let limits = owned.json_limits;
+            let Ok(Message::Request { method, params, .. }) =
+                crate::jsonrpc::parse_with(&mut request, &limits)
             else {
                 return Err(crate::mcp::McpError::Internal);
             };

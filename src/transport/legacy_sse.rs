@@ -186,7 +186,8 @@ where
     // simd-json parses in place, so the task gets its own copy to parse again.
     let raw = buf.to_vec();
     let mut parsed = buf;
-    let message = jsonrpc::parse(&mut parsed).map_err(streamable::parse_error)?;
+    let message = jsonrpc::parse_with(&mut parsed, &transport.settings.json_limits)
+        .map_err(streamable::parse_error)?;
     streamable::check_tool_scope(transport, &view, &caller, Endpoint::LegacySse, &message)?;
     let call = CallContext::new(external);
 
@@ -224,7 +225,10 @@ where
             let (tenant, client) = (target.tenant.to_string(), target.client.to_string());
             tokio::spawn(async move {
                 let mut raw = raw;
-                let Ok(Message::Request { id, method, params }) = jsonrpc::parse(&mut raw) else {
+                let limits = &transport.settings.json_limits;
+                let Ok(Message::Request { id, method, params }) =
+                    jsonrpc::parse_with(&mut raw, limits)
+                else {
                     return;
                 };
                 let owner = Owner::new(&tenant, &client, &caller.caller_id);

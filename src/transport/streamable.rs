@@ -145,7 +145,8 @@ where
 {
     let accept = check_post_headers(parts)?;
     let mut buf = read_body(parts, body, &transport.settings).await?;
-    let message = jsonrpc::parse(&mut buf).map_err(parse_error)?;
+    let message =
+        jsonrpc::parse_with(&mut buf, &transport.settings.json_limits).map_err(parse_error)?;
     if !admitted.platform {
         // Platform tools check the executed tool's scope themselves (it is named in arguments).
         check_tool_scope(

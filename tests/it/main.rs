@@ -17,6 +17,7 @@ mod hardening_streams;
 mod http;
 mod invoke;
 mod jsonrpc;
+mod limits;
 mod mcp;
 mod mcp_http;
 mod rest;

@@ -71,11 +71,39 @@ pub(super) fn check(report: &mut Report, server: &ServerSettings) {
     }
 }
 
-/// The limits a zero would turn into "refuse everything": federated read limits and connection
-/// timeouts.
+/// The limits a zero would turn into "refuse everything": federated read limits, connection
+/// timeouts, the JSON depth and the downstream answer size.
 pub(super) fn check_limits(report: &mut Report, server: &ServerSettings) {
     check_federated_limits(report, server);
     check_connection_timeouts(report, server);
+    check_size_limits(report, server);
+}
+
+/// Most nesting `max_json_depth` may allow: everything that later walks a payload (writers,
+/// serde) recurses once per level, so a deeper limit would only move the failure to a stack.
+const MAX_JSON_DEPTH: usize = 1024;
+
+/// Largest `downstream_max_answer_bytes`: one answer is held whole in memory.
+const MAX_DOWNSTREAM_ANSWER_BYTES: usize = 1 << 30;
+
+/// The JSON depth (0 would refuse every body) and the downstream answer size (0 would fail
+/// every call with an answer), each with an upper bound past which the limit guards nothing.
+fn check_size_limits(report: &mut Report, server: &ServerSettings) {
+    for (name, value, max) in [
+        ("max_json_depth", server.max_json_depth, MAX_JSON_DEPTH),
+        (
+            "downstream_max_answer_bytes",
+            server.downstream_max_answer_bytes,
+            MAX_DOWNSTREAM_ANSWER_BYTES,
+        ),
+    ] {
+        if value == 0 || value > max {
+            report.push(
+                &Loc::root().with("server", name),
+                format!("must be between 1 and {max}"),
+            );
+        }
+    }
 }
 
 /// Federated read limits: 0 would end every read before its first page.

@@ -101,6 +101,34 @@ fn connection_timeouts_must_not_be_zero() {
 }
 
 #[test]
+fn json_depth_and_downstream_answer_size_are_bounded() {
+    let defaults = crate::config::ServerSettings::default();
+    assert_eq!(defaults.max_json_depth, crate::jsonrpc::DEFAULT_MAX_DEPTH);
+    assert_eq!(
+        defaults.downstream_max_answer_bytes,
+        crate::invoke::client::DEFAULT_MAX_RESPONSE_BYTES
+    );
+    check(
+        "[server]\nmax_json_depth = 1024\ndownstream_max_answer_bytes = 1\n",
+        &[],
+    );
+    check(
+        "[server]\nmax_json_depth = 0\ndownstream_max_answer_bytes = 0\n",
+        &[
+            "server 'max_json_depth': must be between 1 and 1024",
+            "server 'downstream_max_answer_bytes': must be between 1 and 1073741824",
+        ],
+    );
+    check(
+        "[server]\nmax_json_depth = 1025\ndownstream_max_answer_bytes = 1073741825\n",
+        &[
+            "server 'max_json_depth': must be between 1 and 1024",
+            "server 'downstream_max_answer_bytes': must be between 1 and 1073741824",
+        ],
+    );
+}
+
+#[test]
 fn the_caller_session_cap_fits_in_the_tenant_cap() {
     let server = |text: &str| format!("[server]\n{text}\n");
     check(&server("max_sessions_per_tenant = 5"), &[]);
