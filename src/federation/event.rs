@@ -60,7 +60,7 @@ impl SourceStatus {
     }
 
     /// Whether this is the source's last event.
-    pub fn is_terminal(self) -> bool {
+    pub(crate) fn is_terminal(self) -> bool {
         !matches!(self, Self::Page)
     }
 }
@@ -182,7 +182,7 @@ pub struct ChannelSink {
 
 impl ChannelSink {
     /// A sink sending into `tx`.
-    pub fn new(tx: mpsc::Sender<SourceEvent>) -> Self {
+    pub(crate) fn new(tx: mpsc::Sender<SourceEvent>) -> Self {
         Self { tx }
     }
 }

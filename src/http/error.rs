@@ -23,7 +23,7 @@ use crate::rescue::{self, Failure, SessionCap};
 /// Why a request was refused or failed. Variants that can happen after the body was parsed
 /// carry the JSON-RPC id (echoed verbatim in the error body); the rest answer with `"id": null`.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// No route for this path (also: a path segment that fails validation).
     #[error("not found")]
     NotFound,
@@ -246,7 +246,7 @@ fn cap_message(cap: SessionCap) -> &'static str {
 
 impl Error {
     /// What went wrong, for the one table ([`rescue::classify`]).
-    pub fn failure(&self) -> Failure {
+    pub(crate) fn failure(&self) -> Failure {
         match self {
             Error::NotFound => Failure::NotFound,
             Error::MethodNotAllowed { .. } => Failure::MethodNotAllowed,
@@ -288,17 +288,17 @@ impl Error {
     }
 
     /// The HTTP status this error is answered with.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         rescue::classify(self.failure()).0
     }
 
     /// The JSON-RPC error code in the body.
-    pub fn code(&self) -> ErrorCode {
+    pub(crate) fn code(&self) -> ErrorCode {
         rescue::classify(self.failure()).1
     }
 
     /// The JSON-RPC id echoed in the body, when known.
-    pub fn id(&self) -> Option<&OwnedId> {
+    pub(crate) fn id(&self) -> Option<&OwnedId> {
         match self {
             Error::InvalidParams { id, .. }
             | Error::BadGateway { id, .. }
@@ -316,7 +316,7 @@ impl Error {
     }
 
     /// The `data` member as JSON text, when the error has one.
-    pub fn data(&self) -> Option<Bytes> {
+    pub(crate) fn data(&self) -> Option<Bytes> {
         match self {
             Error::Unauthorized { .. } => {
                 Some(Bytes::from_static(br#"{"oauth_error":"invalid_token"}"#))
@@ -339,7 +339,7 @@ impl Error {
     /// [`rescue::classify`], `Content-Type: application/json`,
     /// `{"jsonrpc":"2.0","id":null|id,"error":{"code":…,"message":…[,"data":…]}}`, plus `Allow`
     /// on 405 and `WWW-Authenticate` on 401 and on 403 `insufficient_scope`.
-    pub fn into_response(self) -> Response<Body> {
+    pub(crate) fn into_response(self) -> Response<Body> {
         let (status, code) = rescue::classify(self.failure());
         let message = self.to_string();
         let data = self.data();

@@ -47,7 +47,7 @@ pub struct Payload<'a> {
 /// A payload did not fit the type it was deserialized into (answer with -32602 for params).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct PayloadError(#[from] simd_json::Error);
+pub(crate) struct PayloadError(#[from] simd_json::Error);
 
 impl<'a> Payload<'a> {
     /// Wraps a message tape that `parse` checked has a member at `slot`'s path.
@@ -70,7 +70,7 @@ impl<'a> Payload<'a> {
     }
 
     /// Deserializes the value into `T`; `&str` fields may borrow from the body.
-    pub fn deserialize<T: Deserialize<'a>>(self) -> Result<T, PayloadError> {
+    pub(crate) fn deserialize<T: Deserialize<'a>>(self) -> Result<T, PayloadError> {
         let mut deserializer = simd_json::Deserializer::from_tape(self.tape);
         let seed = Select {
             path: self.slot.path(),
@@ -86,7 +86,7 @@ impl<'a> Payload<'a> {
     }
 
     /// The value as compact JSON bytes.
-    pub fn to_json_vec(&self) -> Vec<u8> {
+    pub(crate) fn to_json_vec(&self) -> Vec<u8> {
         let mut buf = BytesMut::new();
         self.write_json(&mut buf);
         buf.to_vec()

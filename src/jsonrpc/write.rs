@@ -36,7 +36,7 @@ fn all_or_nothing<E>(
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…,"result":…}`.
-pub fn write_result<'i, T: Serialize + ?Sized>(
+pub(crate) fn write_result<'i, T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     result: &T,
@@ -54,7 +54,7 @@ pub fn write_result<'i, T: Serialize + ?Sized>(
 
 /// Writes `{"jsonrpc":"2.0","id":…,"result":<raw_json>}` where `raw_json` is already JSON
 /// (e.g. a downstream body passed through). The caller vouches that it is one valid JSON value.
-pub fn write_result_raw<'i>(buf: &mut BytesMut, id: impl Into<IdRef<'i>>, raw_json: &[u8]) {
+pub(crate) fn write_result_raw<'i>(buf: &mut BytesMut, id: impl Into<IdRef<'i>>, raw_json: &[u8]) {
     buf.reserve(HEAD_WITH_ID.len() + raw_json.len() + 32);
     buf.put_slice(HEAD_WITH_ID);
     id.into().write_json(buf);
@@ -75,7 +75,7 @@ fn put_error_head(buf: &mut BytesMut, id: IdRef<'_>, code: i64, message: &str) {
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…|null,"error":{"code":…,"message":…}}`.
-pub fn write_error<'i>(
+pub(crate) fn write_error<'i>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     code: ErrorCode,
@@ -86,7 +86,7 @@ pub fn write_error<'i>(
 }
 
 /// Writes an error with a `data` member serialized from `data`.
-pub fn write_error_with_data<'i, D: Serialize + ?Sized>(
+pub(crate) fn write_error_with_data<'i, D: Serialize + ?Sized>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     code: ErrorCode,
@@ -104,7 +104,7 @@ pub fn write_error_with_data<'i, D: Serialize + ?Sized>(
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…,"method":…,"params":…}` (no `params` when `None`).
-pub fn write_request<'i, T: Serialize + ?Sized>(
+pub(crate) fn write_request<'i, T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     method: &str,
@@ -119,7 +119,7 @@ pub fn write_request<'i, T: Serialize + ?Sized>(
 }
 
 /// Writes `{"jsonrpc":"2.0","method":…,"params":…}` (no `params` when `None`).
-pub fn write_notification<T: Serialize + ?Sized>(
+pub(crate) fn write_notification<T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     method: &str,
     params: Option<&T>,

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A gauge computed on scrape.
-pub type GaugeFn = Box<dyn Fn() -> i64 + Send + Sync>;
+pub(crate) type GaugeFn = Box<dyn Fn() -> i64 + Send + Sync>;
 
 /// Counts per error code. Codes are `&'static str`, so the set is bounded by the program's text.
 #[derive(Debug, Default)]

@@ -17,10 +17,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 /// Most tenants with their own series. Tenants are a bounded set from configuration; should a
 /// caller pass more distinct names than this (a bug, or a misconfiguration), the excess are
 /// counted together under [`OVERFLOW_TENANT`] so the scrape size stays bounded.
-pub const MAX_TENANT_SERIES: usize = 4096;
+pub(crate) const MAX_TENANT_SERIES: usize = 4096;
 
 /// The tenant label value that collects tenants beyond [`MAX_TENANT_SERIES`].
-pub const OVERFLOW_TENANT: &str = "_overflow";
+pub(crate) const OVERFLOW_TENANT: &str = "_overflow";
 
 /// The live gauges of one tenant.
 #[derive(Debug, Default)]

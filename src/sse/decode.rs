@@ -22,7 +22,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-pub use super::stream::{EventStream, StreamError};
+pub(crate) use super::stream::{EventStream, StreamError};
 
 /// The default maximum size of one frame: 1 MiB. A larger frame makes [`Decoder::decode`] fail
 /// with [`DecodeError::FrameTooLarge`]; change it with [`Decoder::with_max_frame`].
@@ -231,7 +231,7 @@ impl Decoder {
     }
 
     /// The configured maximum frame size.
-    pub fn max_frame(&self) -> usize {
+    pub(crate) fn max_frame(&self) -> usize {
         self.max_frame
     }
 

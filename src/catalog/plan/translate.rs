@@ -43,7 +43,7 @@ pub struct FromChild {
 
 /// A node of the from tree.
 #[derive(Debug, Clone)]
-pub enum FromNode {
+pub(crate) enum FromNode {
     /// An object with mapped members.
     Object(Vec<FromChild>),
     /// An array whose elements are walked.
@@ -69,7 +69,7 @@ pub struct ToChild {
 
 /// A node of the to tree.
 #[derive(Debug, Clone)]
-pub enum ToNode {
+pub(crate) enum ToNode {
     /// An object; members are addressed by position.
     Object(Vec<ToChild>),
     /// An array.
@@ -80,7 +80,7 @@ pub enum ToNode {
 
 /// One step into the to tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// The member at this position of the object.
     Child(u16),
     /// The array element at the next index of the walk's index stack.
@@ -88,7 +88,7 @@ pub enum Step {
 }
 
 /// A path into the to tree.
-pub type Steps = SmallVec<[Step; 6]>;
+pub(crate) type Steps = SmallVec<[Step; 6]>;
 
 /// A mapped field.
 #[derive(Debug, Clone)]
@@ -571,7 +571,7 @@ fn key_json(key: &str) -> Box<str> {
 
 impl Translation {
     /// Whether any field maps into the to document's body.
-    pub fn has_body(&self) -> bool {
+    pub(crate) fn has_body(&self) -> bool {
         !self.to.is_empty()
     }
 }
