@@ -102,11 +102,6 @@ impl Access {
         }
     }
 
-    /// The public base URL (`scheme://host[:port]`).
-    pub(crate) fn public_base(&self) -> &str {
-        &self.public_base
-    }
-
     /// The `Host` and `Origin` guard (preflights and CORS decoration use it too).
     pub(crate) fn guard(&self) -> &Guard {
         &self.guard

@@ -160,6 +160,7 @@ impl Audit {
     }
 
     /// Records dropped so far (queue full under `drop`, or written after shutdown).
+    #[cfg(test)]
     pub(crate) fn dropped(&self) -> u64 {
         self.inner.counters.dropped.load(Ordering::Relaxed)
     }
@@ -171,16 +172,19 @@ impl Audit {
 
     /// Records handed to the sink so far (in its buffer or written; flushed when the queue
     /// idles).
+    #[cfg(test)]
     pub(crate) fn records_written(&self) -> u64 {
         self.inner.counters.written.load(Ordering::Relaxed)
     }
 
     /// Failed writes and flushes to the sink so far (each is also logged, rate-limited).
+    #[cfg(test)]
     pub(crate) fn write_errors(&self) -> u64 {
         self.inner.counters.write_errors.load(Ordering::Relaxed)
     }
 
     /// Records waiting in the queue now (never more than `settings.queue`); 0 when disabled.
+    #[cfg(test)]
     pub(crate) fn queue_len(&self) -> usize {
         self.inner
             .tx

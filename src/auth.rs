@@ -268,17 +268,13 @@ impl Authenticator {
         }
     }
 
-    /// The JWKS cache.
-    pub(crate) fn jwks(&self) -> &JwksCache {
-        &self.jwks
-    }
-
     /// Authenticates a request to an endpoint of `view`'s client. `resource_url` is the public
     /// URL of that endpoint (see [`prm::resource_url`]): the audience JWTs must carry when the
     /// tenant configures none.
     ///
     /// A presented credential is always checked, even on a tenant that serves anonymous callers;
     /// then the tenant's `required_scopes` apply.
+    #[cfg(test)]
     pub(crate) async fn authenticate(
         &self,
         headers: &HeaderMap,

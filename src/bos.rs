@@ -28,11 +28,15 @@ pub(crate) mod tools;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use context::{BosContext, BosContextConfig, BosContexts, ContextError};
-pub(crate) use envelope::{execute_result, Extras, CONTRACT_VERSION, META_CONTEXT_KEY};
-pub(crate) use handle::{HandleError, HandleKey, HANDLE_PREFIX, MAX_HANDLE_LEN};
-pub(crate) use tools::{
-    list_contexts_result, list_tools_result, parse_call, ArgValue, ArgsError, BosCall, BosTool,
+pub(crate) use context::{BosContext, BosContextConfig, BosContexts};
+pub(crate) use envelope::{execute_result, Extras};
+pub(crate) use handle::{HandleError, HandleKey};
+pub(crate) use tools::{parse_call, ArgsError, BosCall};
+#[cfg(test)]
+pub(crate) use {
+    context::ContextError,
+    envelope::CONTRACT_VERSION,
+    tools::{list_contexts_result, list_tools_result, BosTool},
 };
 
 /// The path of the platform endpoint (wired to the transports by the server).

@@ -49,7 +49,7 @@ pub use event::{
 pub use merge::{merge_records, normalize_email, normalize_phone};
 pub use provider::{page_url, ProviderClient, ProviderError};
 pub use record::{FederatedRecord, IdentityMatch, MatchRule, Provenance};
-pub(crate) use result::{rfc3339_utc, FederatedOutcome, SourceFailure, SourceObservation};
+pub(crate) use result::FederatedOutcome;
 
 use crate::config::FederatedDownstream;
 

@@ -32,4 +32,4 @@ pub use drain::Drain;
 pub(crate) use error::Error;
 pub use limits::Limits;
 pub use response::Body;
-pub(crate) use router::{Route, Target};
+pub(crate) use router::Target;

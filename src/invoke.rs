@@ -14,11 +14,10 @@ pub(crate) mod error;
 pub(crate) mod request;
 pub(crate) mod translate;
 
-pub(crate) use budget::{AnswerBudget, AnswerReservation, OverBudget, DEFAULT_ANSWER_BUDGET_BYTES};
+pub(crate) use budget::{AnswerBudget, AnswerReservation, OverBudget};
 pub use client::{InvokeOutput, Invoker, InvokerConfig};
 pub use correlation::{
     CallContext, CorrelationPolicy, ExecutionId, ExternalCorrelationId, CORRELATION_ID_HEADER,
     EXTERNAL_CORRELATION_ID_HEADER,
 };
 pub use error::{ArgumentProblem, ErrorClass, InvokeError, ResponseProblem};
-pub(crate) use translate::{UnknownFields, SCHEMA_DISCOVERY_FIELD};

@@ -25,16 +25,13 @@ mod parse;
 mod payload;
 mod write;
 
-pub(crate) use echo::{echo, MAX_ECHO_BYTES};
+pub(crate) use echo::echo;
 pub use id::{Id, IdRef, OwnedId};
 pub use parse::{
     has_repeated_name, parse, parse_with, Limits, Message, ParseError, DEFAULT_MAX_DEPTH,
 };
-pub(crate) use payload::{Payload, PayloadError};
-pub(crate) use write::{
-    write_error, write_error_with_data, write_notification, write_request, write_result,
-    write_result_raw,
-};
+pub(crate) use payload::Payload;
+pub(crate) use write::{write_error, write_error_with_data, write_result_raw};
 
 /// JSON-RPC error codes used on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -47,8 +47,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use labels::{MethodLabel, RouteLabel, COUNTED_STATUSES};
+#[cfg(test)]
 pub(crate) use registry::GaugeFn;
-pub(crate) use tenant::{GaugeGuard, MAX_TENANT_SERIES, OVERFLOW_TENANT};
+pub(crate) use tenant::GaugeGuard;
 
 use registry::{CodeCounters, External, Externals, Reading, Source};
 use render::{Kind, Value, Writer};
@@ -193,6 +194,7 @@ impl Metrics {
     }
 
     /// A session of `tenant` closed (deleted or expired).
+    #[cfg(test)]
     pub(crate) fn session_closed(&self, tenant: &str) {
         self.tenants.add(tenant, Gauge::Sessions, -1);
     }
@@ -204,6 +206,7 @@ impl Metrics {
     }
 
     /// A stream of `tenant` closed.
+    #[cfg(test)]
     pub(crate) fn stream_closed(&self, tenant: &str) {
         self.tenants.add(tenant, Gauge::Streams, -1);
     }
@@ -215,15 +218,10 @@ impl Metrics {
         self.tenants.guard(tenant, Gauge::Streams)
     }
 
-    /// Counts a session of `tenant` as open until the returned guard is dropped, for owners
-    /// that drop a value when the session ends.
-    pub(crate) fn session_guard(&self, tenant: &str) -> GaugeGuard {
-        self.tenants.guard(tenant, Gauge::Sessions)
-    }
-
     /// After a configuration reload: forgets the gauges of tenants `keep` rejects once nothing
     /// of theirs is open, so removed tenants leave the scrape. Tenants with open sessions or
     /// streams stay listed until a later prune finds them idle.
+    #[cfg(test)]
     pub(crate) fn prune_tenants(&self, keep: impl Fn(&str) -> bool) {
         self.tenants.prune(keep);
     }
@@ -265,6 +263,7 @@ impl Metrics {
     /// Exposes an unlabelled gauge computed on each scrape (e.g. total live sessions). `f` runs
     /// under the registry's lock for external families: it must be quick and must not call
     /// back into [`Metrics::register_counter`] or [`Metrics::register_gauge_fn`].
+    #[cfg(test)]
     pub(crate) fn register_gauge_fn(
         &self,
         name: &'static str,
@@ -367,6 +366,7 @@ impl Metrics {
                     w.family(name, help, Kind::Counter);
                     w.sample(name, "", &[], Value::Unsigned(n));
                 }
+                #[cfg(test)]
                 Reading::Gauge(n) => {
                     w.family(name, help, Kind::Gauge);
                     w.sample(name, "", &[], Value::Signed(n));

@@ -56,6 +56,7 @@ impl ProtocolVersion {
     ];
 
     /// The stateless-era versions, newest first.
+    #[cfg(test)]
     pub(crate) const STATELESS: &'static [Self] = &[Self::V2026_07_28];
 
     /// Every version newest first, stateless era before handshake era: the order of

@@ -61,8 +61,6 @@ pub(crate) enum Failure {
     NotFound,
     /// The path exists, not for this method.
     MethodNotAllowed,
-    /// The route's surface is not built.
-    NotImplemented,
     /// `Accept` excludes every answer type.
     NotAcceptable,
     /// `Content-Type` is missing or unreadable.
@@ -148,7 +146,6 @@ pub(crate) fn classify(failure: Failure) -> (StatusCode, ErrorCode) {
             (StatusCode::NOT_FOUND, SERVER_ERROR)
         }
         F::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, SERVER_ERROR),
-        F::NotImplemented => (StatusCode::NOT_IMPLEMENTED, SERVER_ERROR),
         F::NotAcceptable => (StatusCode::NOT_ACCEPTABLE, SERVER_ERROR),
         F::UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, SERVER_ERROR),
         F::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, SERVER_ERROR),
@@ -248,7 +245,6 @@ mod tests {
     const TABLE: &[(Failure, u16, i32)] = &[
         (F::NotFound, 404, -32000),
         (F::MethodNotAllowed, 405, -32000),
-        (F::NotImplemented, 501, -32000),
         (F::NotAcceptable, 406, -32000),
         (F::UnsupportedMediaType, 415, -32000),
         (F::PayloadTooLarge, 413, -32000),

@@ -25,5 +25,4 @@ pub mod stream;
 
 pub use decode::{DecodeError, Decoder, Event, DEFAULT_MAX_FRAME};
 pub use encode::{EncodeError, Encoder};
-pub(crate) use pool::BufPool;
 pub use stream::{EventStream, StreamError};

@@ -226,6 +226,7 @@ impl Record {
     }
 
     /// Sets the accepted external correlation id.
+    #[cfg(test)]
     pub(crate) fn with_external_correlation_id(mut self, id: impl Into<String>) -> Self {
         self.external_correlation_id = Some(id.into());
         self
@@ -238,6 +239,7 @@ impl Record {
     }
 
     /// Sets the tool (or resource, prompt) name.
+    #[cfg(test)]
     pub(crate) fn with_tool(mut self, tool: impl Into<String>) -> Self {
         self.tool = Some(tool.into());
         self
@@ -263,18 +265,21 @@ impl Record {
     }
 
     /// Sets the raw JSON request payload.
+    #[cfg(test)]
     pub(crate) fn with_request(mut self, request: Bytes) -> Self {
         self.request = Some(request);
         self
     }
 
     /// Sets the raw JSON response payload.
+    #[cfg(test)]
     pub(crate) fn with_response(mut self, response: Bytes) -> Self {
         self.response = Some(response);
         self
     }
 
     /// Sets the raw JSON `tools/list` result.
+    #[cfg(test)]
     pub(crate) fn with_tools_list(mut self, tools_list: Bytes) -> Self {
         self.tools_list = Some(tools_list);
         self

@@ -18,7 +18,7 @@ use subtle::ConstantTimeEq;
 
 use super::{AuthError, AuthMethod, Caller, Scopes};
 use crate::catalog::ClientView;
-use crate::config::{is_valid_key_id, ApiKey, ServerSettings, API_KEY_ID_LEN};
+use crate::config::{is_valid_key_id, ApiKey, API_KEY_ID_LEN};
 
 /// Every API key token starts with this.
 pub(crate) const PREFIX: &str = "rtk_";
@@ -29,24 +29,10 @@ pub(crate) const SECRET_LEN: usize = 43;
 /// Random bytes in a secret.
 const SECRET_BYTES: usize = 32;
 
-/// The environment variable that overrides `server.api_key_pepper`.
-pub(crate) const PEPPER_ENV: &str = "SLUICE_API_KEY_PEPPER";
-
 /// The lowercase RFC 4648 base32 alphabet key ids are drawn from.
 const ID_ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
 type HmacSha256 = Hmac<Sha256>;
-
-/// The pepper from the environment (`SLUICE_API_KEY_PEPPER`, which wins) or the settings.
-pub(crate) fn pepper_from_settings(settings: &ServerSettings) -> Option<Vec<u8>> {
-    match std::env::var_os(PEPPER_ENV) {
-        Some(value) => Some(value.into_encoded_bytes()),
-        None => settings
-            .api_key_pepper
-            .as_ref()
-            .map(|p| p.as_bytes().to_vec()),
-    }
-}
 
 /// The server pepper as a keyed HMAC, ready to be cloned for each hash.
 #[derive(Clone)]

@@ -152,11 +152,6 @@ impl KeySet {
         self.keys.len()
     }
 
-    /// Whether the set holds no usable key.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
     fn select(&self, kid: Option<&str>, alg: Algorithm) -> Selection {
         match kid {
             Some(kid) => {

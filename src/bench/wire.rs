@@ -259,13 +259,6 @@ pub(crate) struct Scan<'a> {
     pub method: bool,
 }
 
-/// Scans the top-level members of a JSON object; `None` when it is not a well-formed object
-/// (as far as skipping values needs: strings, nesting and scalars' extent are checked, scalars'
-/// content is not).
-pub(crate) fn scan(text: &[u8]) -> Option<Scan<'_>> {
-    scan_with(text, true)
-}
-
 /// [`scan`]; without `need_result`, stops at a `result` member that follows the `id` (its
 /// value, left empty, is not walked: a large result costs nothing to judge when the server
 /// writes the id first, as servers do).

@@ -257,6 +257,7 @@ impl BosContexts {
     }
 
     /// Every context, in configuration order.
+    #[cfg(test)]
     pub(crate) fn all(&self) -> &[BosContext] {
         &self.contexts
     }
@@ -275,6 +276,7 @@ impl BosContexts {
     }
 
     /// The default context of `caller`, if it has one.
+    #[cfg(test)]
     pub(crate) fn default_for(&self, caller: &str) -> Option<&BosContext> {
         self.contexts
             .iter()

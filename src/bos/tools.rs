@@ -19,10 +19,14 @@
 //!
 //! Must not resolve handles or call tools.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
+#[cfg(test)]
+use bytes::Bytes;
 
 use super::context::BosContext;
-use super::envelope::{put_json_text_as_str, put_str};
+use super::envelope::put_json_text_as_str;
+#[cfg(test)]
+use super::envelope::put_str;
 use super::handle::MAX_HANDLE_LEN;
 use crate::jsonrpc::echo;
 
@@ -211,6 +215,7 @@ pub(crate) enum ArgsError {
 
 impl ArgsError {
     /// The JSON-RPC code: invalid params.
+    #[cfg(test)]
     pub(crate) fn code(&self) -> crate::jsonrpc::ErrorCode {
         crate::jsonrpc::ErrorCode::INVALID_PARAMS
     }
@@ -239,6 +244,7 @@ pub(crate) enum BosCall<'a, V> {
 
 impl<V> BosCall<'_, V> {
     /// Which tool was called.
+    #[cfg(test)]
     pub(crate) fn tool(&self) -> BosTool {
         match self {
             BosCall::ListContexts => BosTool::ListContexts,
@@ -248,6 +254,7 @@ impl<V> BosCall<'_, V> {
     }
 
     /// The context handle, for the tools that take one.
+    #[cfg(test)]
     pub(crate) fn context_handle(&self) -> Option<&str> {
         match self {
             BosCall::ListContexts => None,
@@ -352,6 +359,7 @@ pub(crate) fn write_list_contexts<'c, H: AsRef<str>>(
 }
 
 /// The whole `bos_list_contexts` result ([`write_list_contexts`], closed).
+#[cfg(test)]
 pub(crate) fn list_contexts_result<'c, H: AsRef<str>>(
     contexts: impl IntoIterator<Item = (&'c BosContext, H)>,
 ) -> Bytes {
@@ -386,6 +394,7 @@ pub(crate) fn write_list_tools_entries<'e>(
 
 /// The whole `bos_list_tools` result from `(name, description, input_schema_json)` triples:
 /// each tool is written as `{"name":…,"description":…,"inputSchema":<schema>}`.
+#[cfg(test)]
 pub(crate) fn list_tools_result<'t>(
     context_json: &[u8],
     tools: impl IntoIterator<Item = (&'t str, &'t str, &'t [u8])>,

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Method};
 
-pub(crate) use translate::{FromChild, FromNode, Leaf, Step, Steps, ToChild, ToNode, Translation};
-pub(crate) use url::{UrlPart, UrlTemplate, MAX_URL_TEMPLATE_BYTES};
+pub(crate) use translate::{FromChild, FromNode, Step, ToChild, ToNode, Translation};
+pub(crate) use url::{UrlPart, UrlTemplate};
 
 use crate::config::{Downstream, FederatedDownstream, Location, RestDownstream, Tool};
 use translate::Direction;

@@ -124,14 +124,6 @@ impl FieldPath {
         matches!(self.segments.last(), Some(Segment::Each))
     }
 
-    /// The last member name, if the path ends in one.
-    pub(crate) fn leaf_name(&self) -> Option<&str> {
-        match self.segments.last() {
-            Some(Segment::Key(k)) => Some(k),
-            _ => None,
-        }
-    }
-
     /// The array "shape" of the path: for each `[*]`, how many keys precede it since the
     /// previous one is irrelevant; what matters is the count and whether the path ends in one.
     /// Two paths line up when they have the same number of `[*]` and agree on ending in one.

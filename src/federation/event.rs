@@ -60,6 +60,7 @@ impl SourceStatus {
     }
 
     /// Whether this is the source's last event.
+    #[cfg(test)]
     pub(crate) fn is_terminal(self) -> bool {
         !matches!(self, Self::Page)
     }
@@ -182,6 +183,7 @@ pub struct ChannelSink {
 
 impl ChannelSink {
     /// A sink sending into `tx`.
+    #[cfg(test)]
     pub(crate) fn new(tx: mpsc::Sender<SourceEvent>) -> Self {
         Self { tx }
     }

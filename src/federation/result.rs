@@ -136,6 +136,7 @@ impl FederatedOutcome {
     /// result as a JSON string>"}],"structuredContent":<operation result>,"isError":<partial>
     /// <extra_top_level>}`; `extra_top_level` (e.g. `,"resultType":"complete"`) is written
     /// verbatim before the closing brace.
+    #[cfg(test)]
     pub(crate) fn write_call_tool_result(&self, out: &mut BytesMut, extra_top_level: &[u8]) {
         let result = self.operation_result_json();
         out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");

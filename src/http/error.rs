@@ -13,10 +13,12 @@ use std::borrow::Cow;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
-use http::{Response, StatusCode};
+use http::Response;
+#[cfg(test)]
+use http::StatusCode;
 
 use super::response::{Body, APPLICATION_JSON};
-use crate::jsonrpc::{ErrorCode, OwnedId};
+use crate::jsonrpc::OwnedId;
 use crate::protocol::{Era, HeaderMismatch};
 use crate::rescue::{self, Failure, SessionCap};
 
@@ -33,9 +35,6 @@ pub(crate) enum Error {
         /// The `Allow` header value, e.g. `"POST"`.
         allow: &'static str,
     },
-    /// The route exists but its surface is not built yet.
-    #[error("{0} is not implemented yet")]
-    NotImplemented(&'static str),
     /// `Accept` excludes every type this endpoint can answer with.
     #[error("not acceptable: {0}")]
     NotAcceptable(&'static str),
@@ -89,14 +88,6 @@ pub(crate) enum Error {
     /// server-error code as the 403 `Origin` refusal.
     #[error("misdirected request: {0}")]
     MisdirectedRequest(Cow<'static, str>),
-    /// The request's params are invalid (-32602 on 200: handshake-era rule).
-    #[error("invalid params: {message}")]
-    InvalidParams {
-        /// What is wrong.
-        message: Cow<'static, str>,
-        /// The request id.
-        id: Option<OwnedId>,
-    },
     /// A state conflict (e.g. a second concurrent stream for a session).
     #[error("conflict: {0}")]
     Conflict(Cow<'static, str>),
@@ -250,7 +241,6 @@ impl Error {
         match self {
             Error::NotFound => Failure::NotFound,
             Error::MethodNotAllowed { .. } => Failure::MethodNotAllowed,
-            Error::NotImplemented(_) => Failure::NotImplemented,
             Error::NotAcceptable(_) => Failure::NotAcceptable,
             Error::UnsupportedMediaType(_) => Failure::UnsupportedMediaType,
             Error::PayloadTooLarge { .. } => Failure::PayloadTooLarge,
@@ -262,7 +252,6 @@ impl Error {
             Error::TooManyRequests(_) => Failure::TooManyRequests,
             Error::Forbidden(_) => Failure::Forbidden,
             Error::MisdirectedRequest(_) => Failure::MisdirectedRequest,
-            Error::InvalidParams { .. } => Failure::InvalidParams,
             Error::Conflict(_) => Failure::Conflict,
             Error::Unavailable(_) => Failure::Unavailable,
             Error::BadGateway { .. } => Failure::BadGateway,
@@ -288,20 +277,15 @@ impl Error {
     }
 
     /// The HTTP status this error is answered with.
+    #[cfg(test)]
     pub(crate) fn status(&self) -> StatusCode {
         rescue::classify(self.failure()).0
-    }
-
-    /// The JSON-RPC error code in the body.
-    pub(crate) fn code(&self) -> ErrorCode {
-        rescue::classify(self.failure()).1
     }
 
     /// The JSON-RPC id echoed in the body, when known.
     pub(crate) fn id(&self) -> Option<&OwnedId> {
         match self {
-            Error::InvalidParams { id, .. }
-            | Error::BadGateway { id, .. }
+            Error::BadGateway { id, .. }
             | Error::GatewayTimeout { id, .. }
             | Error::StreamQueueFull { id }
             | Error::ParseError { id, .. }
@@ -471,14 +455,6 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"bad request: unsupported MCP-Protocol-Version"}}"#,
         );
         check(
-            Error::InvalidParams {
-                message: "bad".into(),
-                id: num(0),
-            },
-            200,
-            r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"invalid params: bad"}}"#,
-        );
-        check(
             Error::BadGateway {
                 message: "down".into(),
                 id: num(7),
@@ -510,7 +486,6 @@ mod tests {
     fn statuses() {
         let cases: &[(Error, u16)] = &[
             (Error::MethodNotAllowed { allow: "POST" }, 405),
-            (Error::NotImplemented("REST"), 501),
             (Error::UnsupportedMediaType("x"), 415),
             (Error::BodyRead("x".into()), 400),
             (Error::BadRequest("x".into()), 400),

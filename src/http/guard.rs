@@ -173,11 +173,6 @@ impl Guard {
         })
     }
 
-    /// Origins allowed besides the server's own.
-    pub(crate) fn allowed_origins(&self) -> &[String] {
-        &self.allowed_origins
-    }
-
     /// [`Guard::check_host`], then [`Guard::check_origin`].
     pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri, version: Version) -> Result<(), Error> {
         self.check_host(headers, uri, version)?;

@@ -50,12 +50,8 @@ impl AnswerBudget {
         })
     }
 
-    /// The ceiling in bytes (`0`: unlimited).
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// Bytes held now.
+    #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Relaxed)
     }

@@ -139,6 +139,7 @@ impl LazyExecutionId {
     }
 
     /// Whether the id was minted already (tests).
+    #[cfg(test)]
     pub(crate) fn is_minted(&self) -> bool {
         self.0.get().is_some()
     }

@@ -227,6 +227,7 @@ impl InvokeError {
     }
 
     /// Whether the answer was refused for the process-wide answer budget.
+    #[cfg(test)]
     pub(crate) fn is_busy(&self) -> bool {
         matches!(self, Self::Busy(_))
     }

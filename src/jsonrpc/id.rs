@@ -86,11 +86,13 @@ pub struct OwnedId {
 
 impl OwnedId {
     /// A string id.
+    #[cfg(test)]
     pub(crate) fn from_str_id(s: &str) -> Self {
         Id::Str(s).to_owned_id()
     }
 
     /// A numeric id.
+    #[cfg(test)]
     pub(crate) fn from_i64(n: i64) -> Self {
         Id::Int(n).to_owned_id()
     }

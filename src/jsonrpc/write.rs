@@ -36,6 +36,7 @@ fn all_or_nothing<E>(
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…,"result":…}`.
+#[cfg(test)]
 pub(crate) fn write_result<'i, T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
@@ -104,6 +105,7 @@ pub(crate) fn write_error_with_data<'i, D: Serialize + ?Sized>(
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…,"method":…,"params":…}` (no `params` when `None`).
+#[cfg(test)]
 pub(crate) fn write_request<'i, T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
@@ -119,6 +121,7 @@ pub(crate) fn write_request<'i, T: Serialize + ?Sized>(
 }
 
 /// Writes `{"jsonrpc":"2.0","method":…,"params":…}` (no `params` when `None`).
+#[cfg(test)]
 pub(crate) fn write_notification<T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     method: &str,
@@ -130,6 +133,7 @@ pub(crate) fn write_notification<T: Serialize + ?Sized>(
     })
 }
 
+#[cfg(test)]
 fn put_method_and_params<T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     method: &str,

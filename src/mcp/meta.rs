@@ -36,6 +36,7 @@ pub struct MetaInfo {
 
 impl MetaInfo {
     /// Whether the client sent `clientInfo`.
+    #[cfg(test)]
     pub(crate) fn has_client_info(&self) -> bool {
         self.client_info.is_some()
     }

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A gauge computed on scrape.
+#[cfg(test)]
 pub(crate) type GaugeFn = Box<dyn Fn() -> i64 + Send + Sync>;
 
 /// Counts per error code. Codes are `&'static str`, so the set is bounded by the program's text.
@@ -49,6 +50,7 @@ pub(crate) enum Source {
     /// A counter another module increments.
     Counter(Arc<AtomicU64>),
     /// A gauge computed when scraped.
+    #[cfg(test)]
     Gauge(GaugeFn),
 }
 
@@ -63,6 +65,7 @@ impl fmt::Debug for External {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.source {
             Source::Counter(_) => "counter",
+            #[cfg(test)]
             Source::Gauge(_) => "gauge",
         };
         f.debug_struct("External")
@@ -99,6 +102,7 @@ impl Externals {
         for family in families.iter() {
             let reading = match &family.source {
                 Source::Counter(counter) => Reading::Counter(counter.load(Ordering::Relaxed)),
+                #[cfg(test)]
                 Source::Gauge(compute) => Reading::Gauge(compute()),
             };
             each(family.name, family.help, reading);
@@ -110,6 +114,7 @@ impl Externals {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reading {
     Counter(u64),
+    #[cfg(test)]
     Gauge(i64),
 }
 

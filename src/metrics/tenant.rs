@@ -111,6 +111,7 @@ impl TenantMap {
     /// Forgets tenants that `keep` rejects and that have nothing open, so tenants removed by a
     /// reload leave the scrape once their last session and stream are gone. Tenants still
     /// holding something stay (their closes must land somewhere) until a later prune.
+    #[cfg(test)]
     pub(crate) fn prune(&self, keep: impl Fn(&str) -> bool) {
         let mut tenants = self.tenants.write().unwrap_or_else(PoisonError::into_inner);
         tenants.retain(|name, gauges| {

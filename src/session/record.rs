@@ -81,10 +81,6 @@ impl OwnerKey {
         mine.tenant == tenant && client.is_none_or(|client| mine.client == client)
     }
 
-    /// Heap bytes this key holds (for memory accounting in tests).
-    pub(crate) fn heap_len(&self) -> usize {
-        self.text.len()
-    }
 }
 
 impl std::fmt::Debug for OwnerKey {

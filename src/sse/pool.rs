@@ -72,15 +72,12 @@ impl BufPool {
     }
 
     /// How many buffers this thread's free list holds (for tests and metrics).
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         FREE.try_with(|free| free.try_borrow().map_or(0, |free| free.len()))
             .unwrap_or(0)
     }
 
-    /// True when this thread's free list is empty.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 #[cfg(test)]

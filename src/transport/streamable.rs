@@ -216,8 +216,3 @@ pub(crate) fn has_meta_version(params: Option<&Payload<'_>>) -> bool {
             .is_some()
     })
 }
-
-/// -32600 on 400, e.g. for a stateless-era response POST.
-pub(crate) fn invalid_request(message: &'static str) -> Error {
-    Error::InvalidRequest { message, id: None }
-}

@@ -43,7 +43,7 @@ pub struct FromChild {
 
 /// A node of the from tree.
 #[derive(Debug, Clone)]
-pub(crate) enum FromNode {
+pub enum FromNode {
     /// An object with mapped members.
     Object(Vec<FromChild>),
     /// An array whose elements are walked.
@@ -69,7 +69,7 @@ pub struct ToChild {
 
 /// A node of the to tree.
 #[derive(Debug, Clone)]
-pub(crate) enum ToNode {
+pub enum ToNode {
     /// An object; members are addressed by position.
     Object(Vec<ToChild>),
     /// An array.
@@ -80,7 +80,7 @@ pub(crate) enum ToNode {
 
 /// One step into the to tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
+pub enum Step {
     /// The member at this position of the object.
     Child(u16),
     /// The array element at the next index of the walk's index stack.
@@ -570,8 +570,4 @@ fn key_json(key: &str) -> Box<str> {
 }
 
 impl Translation {
-    /// Whether any field maps into the to document's body.
-    pub(crate) fn has_body(&self) -> bool {
-        !self.to.is_empty()
-    }
 }

@@ -132,7 +132,9 @@ enum Routing {
 
 /// The scripts, hashed once.
 struct Scripts {
+    #[cfg(test)]
     refresh: Script,
+    #[cfg(test)]
     unregister: Script,
     route: Script,
     probe: Script,
@@ -242,7 +244,9 @@ impl RedisBackplane {
             _subscription: subscription,
             receiver,
             scripts: Scripts {
+                #[cfg(test)]
                 refresh: Script::new(REFRESH),
+                #[cfg(test)]
                 unregister: Script::new(UNREGISTER),
                 route: Script::new(ROUTE),
                 probe: Script::new(PROBE),
@@ -370,6 +374,7 @@ impl RedisBackplane {
     /// Extends this instance's registration for `session` by the holder TTL (call well within
     /// it, e.g. from the stream's keep-alive). `Ok(false)` when another instance holds the
     /// stream now (the client reconnected elsewhere): this stream should end.
+    #[cfg(test)]
     pub(crate) async fn refresh(
         &self,
         owner: Owner<'_>,
@@ -390,6 +395,7 @@ impl RedisBackplane {
 
     /// Refreshes every registration this instance holds, in one round trip; returns how many
     /// are still ours.
+    #[cfg(test)]
     pub(crate) async fn refresh_all(&self) -> Result<usize, BackplaneError> {
         let pipeline = self.refresh_pipeline();
         if pipeline.cmd_iter().next().is_none() {
@@ -403,6 +409,7 @@ impl RedisBackplane {
 
     /// Drops one stream of `session` from this instance; the last one removes the
     /// registration (only if it is still ours).
+    #[cfg(test)]
     pub(crate) async fn unregister(
         &self,
         owner: Owner<'_>,
