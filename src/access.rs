@@ -238,7 +238,12 @@ impl Access {
 
     /// The HTTP error of a refused credential: 401 with the challenge (and the tenant's required
     /// scopes), or 403 `insufficient_scope` naming what is missing.
-    pub(crate) fn challenge(&self, err: &AuthError, view: &ClientView, endpoint: Endpoint) -> Error {
+    pub(crate) fn challenge(
+        &self,
+        err: &AuthError,
+        view: &ClientView,
+        endpoint: Endpoint,
+    ) -> Error {
         let metadata = self.metadata_url(view.tenant(), view.client(), endpoint);
         match err {
             AuthError::InsufficientScope { required } => {

@@ -359,7 +359,13 @@ impl Default for Progress {
 
 impl Progress {
     /// One tick: `elapsed` since the run started, whether still warming up.
-    pub(crate) fn tick(&mut self, live: &Live, elapsed: Duration, warming_up: bool, interval: Duration) {
+    pub(crate) fn tick(
+        &mut self,
+        live: &Live,
+        elapsed: Duration,
+        warming_up: bool,
+        interval: Duration,
+    ) {
         let requests = live.requests.load(Ordering::Relaxed);
         let errors = live.errors.load(Ordering::Relaxed);
         let rate =

@@ -455,7 +455,9 @@ pub(crate) fn parse_duration(flag: &'static str, text: &str) -> Result<Duration,
 }
 
 /// Parses `Name: value` lines into header pairs.
-pub(crate) fn parse_headers(lines: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, SettingsError> {
+pub(crate) fn parse_headers(
+    lines: &[String],
+) -> Result<Vec<(HeaderName, HeaderValue)>, SettingsError> {
     lines
         .iter()
         .map(|line| {

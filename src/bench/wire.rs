@@ -200,7 +200,8 @@ pub(crate) fn initialize_body() -> Bytes {
 }
 
 /// The `notifications/initialized` body.
-pub(crate) const INITIALIZED_BODY: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+pub(crate) const INITIALIZED_BODY: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// Decimal digits of `n` appended to `buf`.
 fn put_u64(buf: &mut BytesMut, mut n: u64) {

@@ -263,7 +263,10 @@ impl BosContexts {
     }
 
     /// The contexts of `caller`, in configuration order.
-    pub(crate) fn for_caller<'s>(&'s self, caller: &'s str) -> impl Iterator<Item = &'s BosContext> + 's {
+    pub(crate) fn for_caller<'s>(
+        &'s self,
+        caller: &'s str,
+    ) -> impl Iterator<Item = &'s BosContext> + 's {
         self.contexts.iter().filter(move |c| c.caller == caller)
     }
 

@@ -93,7 +93,11 @@ impl HandleKey {
     ///
     /// The caller must still check that the context exists and still belongs to `caller`
     /// ([`super::resolve`] does both).
-    pub(crate) fn verify(&self, handle: &str, caller: &str) -> Result<(String, String), HandleError> {
+    pub(crate) fn verify(
+        &self,
+        handle: &str,
+        caller: &str,
+    ) -> Result<(String, String), HandleError> {
         if handle.len() > MAX_HANDLE_LEN {
             return Err(HandleError::Malformed);
         }

@@ -19,9 +19,9 @@
 //!
 //! Must not resolve handles or call tools.
 
-use bytes::{BufMut, BytesMut};
 #[cfg(test)]
 use bytes::Bytes;
+use bytes::{BufMut, BytesMut};
 
 use super::context::BosContext;
 use super::envelope::put_json_text_as_str;
@@ -45,7 +45,8 @@ pub(crate) enum BosTool {
 
 impl BosTool {
     /// Every platform tool, in `tools/list` (name) order.
-    pub(crate) const ALL: [BosTool; 3] = [BosTool::Execute, BosTool::ListContexts, BosTool::ListTools];
+    pub(crate) const ALL: [BosTool; 3] =
+        [BosTool::Execute, BosTool::ListContexts, BosTool::ListTools];
 
     /// The tool of `name`, if it is a platform tool.
     pub(crate) fn from_name(name: &str) -> Option<Self> {

@@ -158,6 +158,7 @@ pub(crate) enum Error {
     // === JSON-RPC messages ===
     /// The body is not JSON (-32700 on 400).
     #[error("{message}")]
+    #[allow(clippy::enum_variant_names)] // the name the parser and its tests use
     ParseError {
         /// Why, from the parser.
         message: &'static str,

@@ -174,7 +174,12 @@ impl Guard {
     }
 
     /// [`Guard::check_host`], then [`Guard::check_origin`].
-    pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri, version: Version) -> Result<(), Error> {
+    pub(crate) fn check(
+        &self,
+        headers: &HeaderMap,
+        uri: &Uri,
+        version: Version,
+    ) -> Result<(), Error> {
         self.check_host(headers, uri, version)?;
         self.check_origin(headers)
     }

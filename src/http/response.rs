@@ -32,7 +32,8 @@ pub(crate) const TEXT_EVENT_STREAM: HeaderValue = HeaderValue::from_static("text
 /// `Content-Type: text/plain; charset=utf-8`.
 pub(crate) const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 /// `X-Accel-Buffering`: tells nginx-style proxies not to buffer an event stream.
-pub(crate) const X_ACCEL_BUFFERING: http::HeaderName = http::HeaderName::from_static("x-accel-buffering");
+pub(crate) const X_ACCEL_BUFFERING: http::HeaderName =
+    http::HeaderName::from_static("x-accel-buffering");
 
 /// A response body.
 pub struct Body {
@@ -193,7 +194,11 @@ impl Body {
 
     /// Like [`Body::stream`], but when the server drains the body sends `epilogue` as its last
     /// frame instead of just ending (frames still queued at that moment are dropped).
-    pub(crate) fn stream_with_epilogue(rx: mpsc::Receiver<Bytes>, drain: &Drain, epilogue: Bytes) -> Self {
+    pub(crate) fn stream_with_epilogue(
+        rx: mpsc::Receiver<Bytes>,
+        drain: &Drain,
+        epilogue: Bytes,
+    ) -> Self {
         Self {
             kind: Kind::Stream(Streaming {
                 rx,

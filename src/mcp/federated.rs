@@ -101,7 +101,11 @@ pub(crate) async fn stream_or_run(
 impl Dispatcher {
     /// Runs a federated read, emitting its source events to `sink`, and returns the final
     /// `CallToolResult` (the `result` object). Dropping the future cancels every source read.
-    pub(crate) async fn run_federated(&self, call: &FederatedCall, sink: &mut dyn EventSink) -> Bytes {
+    pub(crate) async fn run_federated(
+        &self,
+        call: &FederatedCall,
+        sink: &mut dyn EventSink,
+    ) -> Bytes {
         let started = Instant::now();
         // Dropped mid-way (the client closed the stream): the closing record says `cancelled`.
         let guard = crate::audit::CancelGuard::new(&self.audit, || {

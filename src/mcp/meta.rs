@@ -68,7 +68,9 @@ pub fn stateless_meta(params: Option<&Payload<'_>>) -> Result<MetaInfo, McpError
 /// Applies exactly the rules of [`stateless_meta`] and returns the version, without copying
 /// `clientInfo` and `clientCapabilities` out of the request (the transport's per-request check
 /// needs only the verdict).
-pub(crate) fn validate_stateless_meta(params: Option<&Payload<'_>>) -> Result<ProtocolVersion, McpError> {
+pub(crate) fn validate_stateless_meta(
+    params: Option<&Payload<'_>>,
+) -> Result<ProtocolVersion, McpError> {
     checked_meta(params).map(|(version, _, _)| version)
 }
 

@@ -70,6 +70,7 @@ impl SessionId {
     }
 
     /// The text form as a header value (always valid: visible ASCII only).
+    #[allow(clippy::wrong_self_convention)] // a `HeaderValue` is built from the encoding
     pub(crate) fn to_header_value(&self) -> http::HeaderValue {
         let encoded = self.encode();
         match http::HeaderValue::from_str(encoded.as_str()) {

@@ -80,7 +80,6 @@ impl OwnerKey {
         let mine = self.get();
         mine.tenant == tenant && client.is_none_or(|client| mine.client == client)
     }
-
 }
 
 impl std::fmt::Debug for OwnerKey {

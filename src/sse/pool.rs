@@ -77,7 +77,6 @@ impl BufPool {
         FREE.try_with(|free| free.try_borrow().map_or(0, |free| free.len()))
             .unwrap_or(0)
     }
-
 }
 
 #[cfg(test)]

@@ -36,7 +36,11 @@ pub(crate) const OPENING_COMMENT: &[u8] = b": bos/source-results/v1\n\n";
 const CHANNEL_FRAMES: usize = 32;
 
 /// Answers `id` with the event stream of `call`, running it on its own task.
-pub(crate) fn respond(transport: &Transport, id: Id<'_>, call: Box<FederatedCall>) -> Response<Body> {
+pub(crate) fn respond(
+    transport: &Transport,
+    id: Id<'_>,
+    call: Box<FederatedCall>,
+) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_FRAMES);
     // A fresh channel has room for the opening comment.
     let _ = tx.try_send(Bytes::from_static(OPENING_COMMENT));

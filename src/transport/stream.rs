@@ -420,7 +420,11 @@ impl StreamRegistry {
     /// (what the caller holds until the message is ready), so a request whose answer goes there is refused *before* it
     /// runs when the queue is full ([`StreamError::Full`]) instead of waiting in memory for a
     /// reader. [`StreamError::Closed`] when no live legacy stream is held here.
-    pub(crate) fn reserve(&self, session: &SessionId, bytes: usize) -> Result<Reservation, StreamError> {
+    pub(crate) fn reserve(
+        &self,
+        session: &SessionId,
+        bytes: usize,
+    ) -> Result<Reservation, StreamError> {
         let stream = self
             .legacy(session)
             .map(|writer| Arc::clone(&writer.stream))

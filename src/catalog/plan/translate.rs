@@ -569,5 +569,4 @@ fn key_json(key: &str) -> Box<str> {
     out.into()
 }
 
-impl Translation {
-}
+impl Translation {}
