@@ -568,5 +568,3 @@ fn key_json(key: &str) -> Box<str> {
     out.push_str("\":");
     out.into()
 }
-
-impl Translation {}
