@@ -18,6 +18,8 @@
 //! - `metrics_render/full`: a scrape with all 65 request rows and 100 tenants populated
 //!   (`Throughput::Bytes` of the exposition).
 
+#![allow(unsafe_code)] // the counting `GlobalAlloc` wraps `System`
+
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::hint::black_box;

@@ -27,7 +27,7 @@ use crate::invoke::correlation::{external_from_headers, ExternalCorrelationId};
 /// Which endpoint of a tenant's client application a request addresses; decides the resource
 /// URL (the default JWT audience) and the metadata a challenge points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// `/runtime/{t}/{c}/mcp`.
     Mcp,
     /// `/runtime/{t}/{c}/sse` and its `/messages` companion: one resource, so a token obtained
@@ -39,7 +39,7 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// The last path segment of the endpoint's resource URL.
-    pub fn suffix(self) -> &'static str {
+    pub(crate) fn suffix(self) -> &'static str {
         match self {
             Endpoint::Mcp => "mcp",
             Endpoint::LegacySse => "sse",
@@ -48,7 +48,7 @@ impl Endpoint {
     }
 
     /// The audit `surface` of requests to this endpoint.
-    pub fn surface(self) -> Surface {
+    pub(crate) fn surface(self) -> Surface {
         match self {
             Endpoint::Mcp => Surface::Mcp,
             Endpoint::LegacySse => Surface::LegacySse,
@@ -58,13 +58,13 @@ impl Endpoint {
 }
 
 /// The path of an endpoint's resource, e.g. `/runtime/acme/app/mcp`.
-pub fn endpoint_path(tenant: &str, client: &str, endpoint: Endpoint) -> String {
+pub(crate) fn endpoint_path(tenant: &str, client: &str, endpoint: Endpoint) -> String {
     format!("/runtime/{tenant}/{client}/{}", endpoint.suffix())
 }
 
 /// What a request that passed the gate carries on.
 #[derive(Debug)]
-pub struct Admitted {
+pub(crate) struct Admitted {
     /// The snapshot read at the start of the request (surfaces use this one, not a newer one).
     pub snapshot: Arc<Snapshot>,
     /// What the client sees in `snapshot`, found by the gate (transports and methods use this
@@ -108,20 +108,15 @@ impl Access {
         }
     }
 
-    /// The public base URL (`scheme://host[:port]`).
-    pub fn public_base(&self) -> &str {
-        &self.public_base
-    }
-
     /// The `Host` and `Origin` guard (preflights and CORS decoration use it too).
-    pub fn guard(&self) -> &Guard {
+    pub(crate) fn guard(&self) -> &Guard {
         &self.guard
     }
 
     /// Runs the gate for a request to `endpoint` of `target`. `origin` is the verdict of
     /// [`Guard::check_origin`] on the request, which the router has already reached (it also
     /// decides the CORS headers), so it is not checked twice.
-    pub async fn admit(
+    pub(crate) async fn admit(
         &self,
         parts: &Parts,
         target: &Target<'_>,
@@ -163,7 +158,7 @@ impl Access {
     /// then checked exactly as on the key's own client endpoint (secret, expiry, the tenant's
     /// required scopes). Returns the tenant and client application the key belongs to.
     /// No API key (including a JWT, which cannot name a tenant here) → 401.
-    pub async fn admit_platform(
+    pub(crate) async fn admit_platform(
         &self,
         parts: &Parts,
         snapshot: Arc<Snapshot>,
@@ -232,7 +227,7 @@ impl Access {
     }
 
     /// 403 `insufficient_scope` unless `caller` holds `scope` (a tool's own scope).
-    pub fn require_scope(
+    pub(crate) fn require_scope(
         &self,
         caller: &Caller,
         view: &ClientView,
@@ -248,18 +243,23 @@ impl Access {
 
     /// The resource URL of an endpoint: what a JWT's `aud` must name by default and what its
     /// protected-resource metadata calls `resource`.
-    pub fn resource_url(&self, tenant: &str, client: &str, endpoint: Endpoint) -> String {
+    pub(crate) fn resource_url(&self, tenant: &str, client: &str, endpoint: Endpoint) -> String {
         prm::resource_url(&self.public_base, &endpoint_path(tenant, client, endpoint))
     }
 
     /// The URL of an endpoint's protected-resource metadata (RFC 9728 path insertion).
-    pub fn metadata_url(&self, tenant: &str, client: &str, endpoint: Endpoint) -> String {
+    pub(crate) fn metadata_url(&self, tenant: &str, client: &str, endpoint: Endpoint) -> String {
         prm::metadata_url(&self.public_base, &endpoint_path(tenant, client, endpoint))
     }
 
     /// The HTTP error of a refused credential: 401 with the challenge (and the tenant's required
     /// scopes), or 403 `insufficient_scope` naming what is missing.
-    pub fn challenge(&self, err: &AuthError, view: &ClientView, endpoint: Endpoint) -> Error {
+    pub(crate) fn challenge(
+        &self,
+        err: &AuthError,
+        view: &ClientView,
+        endpoint: Endpoint,
+    ) -> Error {
         let metadata = self.metadata_url(view.tenant(), view.client(), endpoint);
         match err {
             AuthError::InsufficientScope { required } => {
@@ -294,7 +294,7 @@ impl Access {
     /// Serves `GET /.well-known/oauth-protected-resource{path}`: the RFC 9728 document of the
     /// endpoint at `path` (`/runtime/{t}/{c}/mcp`, `…/sse`, `…/messages`, `…/tools`), or 404
     /// for anything else, including unknown tenants and client applications.
-    pub fn protected_resource(
+    pub(crate) fn protected_resource(
         &self,
         snapshot: &Snapshot,
         path: &str,
@@ -420,6 +420,6 @@ fn bad_credentials(err: &AuthError) -> Error {
 }
 
 /// 404 with a JSON-RPC body: no such tenant or client application.
-pub fn unknown_client() -> Error {
+pub(crate) fn unknown_client() -> Error {
     Error::UnknownClient
 }

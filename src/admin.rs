@@ -18,7 +18,7 @@ use crate::http::Error;
 /// `POST /admin/reload`: 200 `{"version":N,"changed":[{"tenant":…,"client":…}]}` on success; 422
 /// with the report (one problem per line) when the new file is invalid, the old snapshot staying
 /// in force; 401 without the right token; 404 when the endpoint is off.
-pub async fn reload(
+pub(crate) async fn reload(
     catalog: &Arc<Catalog>,
     token: Option<&str>,
     parts: &Parts,

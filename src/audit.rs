@@ -59,7 +59,7 @@ struct Inner {
 
 impl Audit {
     /// A handle that records nothing; [`Audit::is_enabled`] is false.
-    pub fn disabled() -> Self {
+    pub(crate) fn disabled() -> Self {
         Self {
             inner: Arc::new(Inner {
                 tx: None,
@@ -116,7 +116,7 @@ impl Audit {
 
     /// Whether records go anywhere; when false, callers skip building records and payload
     /// copies.
-    pub fn is_enabled(&self) -> bool {
+    pub(crate) fn is_enabled(&self) -> bool {
         self.inner.tx.is_some()
     }
 
@@ -147,7 +147,7 @@ impl Audit {
     /// Queues `record` without ever waiting, whatever `when_full` says; returns whether it was
     /// queued. For places that cannot await (a `Drop` impl ending a stream). Under `block` a
     /// full queue still drops (and counts) the record, so prefer [`Audit::record`].
-    pub fn try_record(&self, mut record: Record) -> bool {
+    pub(crate) fn try_record(&self, mut record: Record) -> bool {
         let Some(tx) = &self.inner.tx else {
             return false;
         };
@@ -160,28 +160,32 @@ impl Audit {
     }
 
     /// Records dropped so far (queue full under `drop`, or written after shutdown).
-    pub fn dropped(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn dropped(&self) -> u64 {
         self.inner.counters.dropped.load(Ordering::Relaxed)
     }
 
     /// The dropped-records counter itself, for the `sluice_audit_dropped_total` metric.
-    pub fn dropped_counter(&self) -> Arc<AtomicU64> {
+    pub(crate) fn dropped_counter(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.inner.counters.dropped)
     }
 
     /// Records handed to the sink so far (in its buffer or written; flushed when the queue
     /// idles).
-    pub fn records_written(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn records_written(&self) -> u64 {
         self.inner.counters.written.load(Ordering::Relaxed)
     }
 
     /// Failed writes and flushes to the sink so far (each is also logged, rate-limited).
-    pub fn write_errors(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn write_errors(&self) -> u64 {
         self.inner.counters.write_errors.load(Ordering::Relaxed)
     }
 
     /// Records waiting in the queue now (never more than `settings.queue`); 0 when disabled.
-    pub fn queue_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn queue_len(&self) -> usize {
         self.inner
             .tx
             .as_ref()
@@ -203,14 +207,14 @@ impl Audit {
 /// ([`Audit::try_record`]) with outcome [`Outcome::Cancelled`]. Costs nothing more than the
 /// references it holds until then: no allocation, no clock read.
 #[must_use = "a guard dropped at once records every call as cancelled"]
-pub struct CancelGuard<'a, F: FnOnce() -> Option<Record>> {
+pub(crate) struct CancelGuard<'a, F: FnOnce() -> Option<Record>> {
     audit: &'a Audit,
     build: Option<F>,
 }
 
 impl<'a, F: FnOnce() -> Option<Record>> CancelGuard<'a, F> {
     /// An armed guard; `build` makes the cancelled call's record (`None`: not audited).
-    pub fn new(audit: &'a Audit, build: F) -> Self {
+    pub(crate) fn new(audit: &'a Audit, build: F) -> Self {
         Self {
             audit,
             build: Some(build),
@@ -218,7 +222,7 @@ impl<'a, F: FnOnce() -> Option<Record>> CancelGuard<'a, F> {
     }
 
     /// The call wrote its own record: nothing to write on drop.
-    pub fn disarm(mut self) {
+    pub(crate) fn disarm(mut self) {
         self.build = None;
     }
 }
@@ -236,7 +240,7 @@ impl<F: FnOnce() -> Option<Record>> Drop for CancelGuard<'_, F> {
 }
 
 /// The `detail` of a cancelled call's record: the downstream's status when it had answered.
-pub fn cancelled_detail(downstream_status: Option<u16>) -> String {
+pub(crate) fn cancelled_detail(downstream_status: Option<u16>) -> String {
     match downstream_status {
         Some(status) => format!("client disconnected; downstream answered {status}"),
         None => "client disconnected".to_owned(),
@@ -269,7 +273,7 @@ impl AuditWriter {
     ///
     /// The shutdown message waits for queue room like any record, so a sink that never accepts
     /// a write makes this wait forever; wrap it in a timeout when that matters.
-    pub async fn shutdown(mut self) {
+    pub(crate) async fn shutdown(mut self) {
         if let Some(tx) = self.tx.take() {
             // An error means the writer is already gone; `done` below then resolves at once.
             let _ = tx.send(Msg::Shutdown).await;

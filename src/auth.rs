@@ -16,10 +16,11 @@
 //! JWKS cache, which must outlive any one snapshot so a reload does not refetch every key set.
 
 pub mod apikey;
-pub mod challenge;
-pub mod jwks;
-pub mod jwt;
-pub mod prm;
+pub(crate) mod challenge;
+pub(crate) mod jwks;
+pub(crate) mod jwt;
+pub(crate) mod prm;
+#[cfg(any(test, feature = "test-util"))]
 pub mod props;
 
 #[cfg(test)]
@@ -36,15 +37,15 @@ use http::HeaderMap;
 use crate::catalog::ClientView;
 
 pub use apikey::{generate, hash_secret, GeneratedKey};
-pub use jwks::JwksCache;
+pub(crate) use jwks::JwksCache;
 
 /// The header some clients that cannot set `Authorization` use for an API key. Read only when
 /// the request has no `Authorization` header; both carrying different credentials is
 /// [`AuthError::Ambiguous`].
-pub const X_API_KEY: &str = "x-api-key";
+pub(crate) const X_API_KEY: &str = "x-api-key";
 
 /// The `caller_id` of requests served without a credential.
-pub const ANONYMOUS_CALLER: &str = "anonymous";
+pub(crate) const ANONYMOUS_CALLER: &str = "anonymous";
 
 // === Caller ===
 
@@ -120,14 +121,14 @@ pub enum Scopes {
 
 impl Scopes {
     /// No scope at all.
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         // Shared: every anonymous request holds it, and an empty set is an allocation.
         static NONE: std::sync::OnceLock<Arc<BTreeSet<String>>> = std::sync::OnceLock::new();
         Scopes::Set(Arc::clone(NONE.get_or_init(Arc::default)))
     }
 
     /// Exactly the given scopes (duplicates collapse).
-    pub fn from_names<I, S>(names: I) -> Self
+    pub(crate) fn from_names<I, S>(names: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -136,7 +137,7 @@ impl Scopes {
     }
 
     /// Whether `scope` is granted.
-    pub fn has(&self, scope: &str) -> bool {
+    pub(crate) fn has(&self, scope: &str) -> bool {
         match self {
             Scopes::All => true,
             Scopes::Set(set) => set.contains(scope),
@@ -144,7 +145,7 @@ impl Scopes {
     }
 
     /// The scopes of `required` that are not granted, in `required` order, without duplicates.
-    pub fn missing(&self, required: &[String]) -> Vec<String> {
+    pub(crate) fn missing(&self, required: &[String]) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for scope in required {
             if !self.has(scope) && !out.contains(scope) {
@@ -197,23 +198,23 @@ impl AuthError {
     }
 
     /// Whether the answer is 403 (authenticated, not allowed) rather than 401.
-    pub fn is_forbidden(&self) -> bool {
+    pub(crate) fn is_forbidden(&self) -> bool {
         matches!(self, AuthError::InsufficientScope { .. })
     }
 
     /// Whether the answer is 400: the request is malformed, not its credential wrong.
-    pub fn is_bad_request(&self) -> bool {
+    pub(crate) fn is_bad_request(&self) -> bool {
         matches!(self, AuthError::Ambiguous)
     }
 
     /// Whether the answer is 503: the server could not check the credential.
-    pub fn is_unavailable(&self) -> bool {
+    pub(crate) fn is_unavailable(&self) -> bool {
         matches!(self, AuthError::JwksUnavailable)
     }
 
     /// The RFC 6750 `error` code for `WWW-Authenticate`: `invalid_token` when a token was
     /// presented and rejected, `insufficient_scope` on 403, none when no token was presented.
-    pub fn oauth_error(&self) -> Option<&'static str> {
+    pub(crate) fn oauth_error(&self) -> Option<&'static str> {
         match self {
             AuthError::Invalid { .. } | AuthError::Expired => Some("invalid_token"),
             AuthError::InsufficientScope { .. } => Some("insufficient_scope"),
@@ -256,21 +257,16 @@ pub struct Authenticator {
 impl Authenticator {
     /// An authenticator with the given API-key pepper (see [`apikey::pepper_from_settings`]) and
     /// a JWKS cache with the default limits.
-    pub fn new(pepper: Option<Vec<u8>>) -> Self {
+    pub(crate) fn new(pepper: Option<Vec<u8>>) -> Self {
         Self::with_jwks(pepper, JwksCache::new())
     }
 
     /// An authenticator with a JWKS cache built by the caller (tests shorten its intervals).
-    pub fn with_jwks(pepper: Option<Vec<u8>>, jwks: JwksCache) -> Self {
+    pub(crate) fn with_jwks(pepper: Option<Vec<u8>>, jwks: JwksCache) -> Self {
         Self {
             pepper: pepper.as_deref().map(apikey::Pepper::new),
             jwks,
         }
-    }
-
-    /// The JWKS cache.
-    pub fn jwks(&self) -> &JwksCache {
-        &self.jwks
     }
 
     /// Authenticates a request to an endpoint of `view`'s client. `resource_url` is the public
@@ -279,7 +275,8 @@ impl Authenticator {
     ///
     /// A presented credential is always checked, even on a tenant that serves anonymous callers;
     /// then the tenant's `required_scopes` apply.
-    pub async fn authenticate(
+    #[cfg(test)]
+    pub(crate) async fn authenticate(
         &self,
         headers: &HeaderMap,
         view: &ClientView,
@@ -291,7 +288,7 @@ impl Authenticator {
 
     /// [`Authenticator::authenticate`] with the resource URL built only when a JWT needs it
     /// (API keys and anonymous callers never do, so the hot path formats nothing).
-    pub async fn authenticate_with(
+    pub(crate) async fn authenticate_with(
         &self,
         headers: &HeaderMap,
         view: &ClientView,
@@ -328,7 +325,7 @@ impl Authenticator {
 /// Checks that `caller` holds every scope in `scopes` (per-tool or per-method scopes).
 /// An anonymous caller holds none and is asked for a credential ([`AuthError::Missing`]);
 /// anyone else gets [`AuthError::InsufficientScope`] naming what is missing.
-pub fn require(caller: &Caller, scopes: &[String]) -> Result<(), AuthError> {
+pub(crate) fn require(caller: &Caller, scopes: &[String]) -> Result<(), AuthError> {
     if scopes.is_empty() {
         return Ok(());
     }
@@ -354,7 +351,7 @@ enum Credential<'a> {
 /// Refuses a request whose `Authorization` and `X-API-Key` carry different credentials: both
 /// present and not `Authorization: Bearer {the X-API-Key value}` → [`AuthError::Ambiguous`].
 /// Allocates nothing.
-pub fn check_unambiguous(headers: &HeaderMap) -> Result<(), AuthError> {
+pub(crate) fn check_unambiguous(headers: &HeaderMap) -> Result<(), AuthError> {
     let Some(authorization) = headers.get(AUTHORIZATION) else {
         return Ok(());
     };

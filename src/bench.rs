@@ -18,10 +18,10 @@
 
 mod conn;
 pub mod idle;
-pub mod report;
+pub(crate) mod report;
 mod run;
-pub mod settings;
-pub mod wire;
+pub(crate) mod settings;
+pub(crate) mod wire;
 
 pub use idle::{idle, Held};
 pub use report::Report;

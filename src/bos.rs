@@ -21,23 +21,27 @@
 //! reveal whether a context exists for someone else: every refusal of a handle is the same
 //! "unknown context".
 
-pub mod context;
-pub mod envelope;
-pub mod handle;
-pub mod tools;
+pub(crate) mod context;
+pub(crate) mod envelope;
+pub(crate) mod handle;
+pub(crate) mod tools;
 
 #[cfg(test)]
 mod tests;
 
-pub use context::{BosContext, BosContextConfig, BosContexts, ContextError};
-pub use envelope::{execute_result, Extras, CONTRACT_VERSION, META_CONTEXT_KEY};
-pub use handle::{HandleError, HandleKey, HANDLE_PREFIX, MAX_HANDLE_LEN};
-pub use tools::{
-    list_contexts_result, list_tools_result, parse_call, ArgValue, ArgsError, BosCall, BosTool,
+pub(crate) use context::{BosContext, BosContextConfig, BosContexts};
+pub(crate) use envelope::{execute_result, Extras};
+pub(crate) use handle::{HandleError, HandleKey};
+pub(crate) use tools::{parse_call, ArgsError, BosCall};
+#[cfg(test)]
+pub(crate) use {
+    context::ContextError,
+    envelope::CONTRACT_VERSION,
+    tools::{list_contexts_result, list_tools_result, BosTool},
 };
 
 /// The path of the platform endpoint (wired to the transports by the server).
-pub const PLATFORM_PATH: &str = "/mcp/apps/bos/platform";
+pub(crate) const PLATFORM_PATH: &str = "/mcp/apps/bos/platform";
 
 /// Resolves `handle` for `caller` in one step: verifies the signature, checks the handle's
 /// tenant is `tenant`, and finds the context, still assigned to `caller`, in `contexts`.
@@ -45,7 +49,7 @@ pub const PLATFORM_PATH: &str = "/mcp/apps/bos/platform";
 /// Every failure, including a context that was removed or reassigned since the handle was
 /// issued, is [`HandleError::UnknownContext`]-like (see [`HandleError`]), so the answer never
 /// tells a caller that a context exists for someone else.
-pub fn resolve<'c>(
+pub(crate) fn resolve<'c>(
     key: &HandleKey,
     contexts: &'c BosContexts,
     handle: &str,

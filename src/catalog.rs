@@ -11,13 +11,13 @@
 //! [`crate::config::load`]), never reads the environment, never computes anything per request.
 
 pub mod check;
-pub mod compile;
+pub(crate) mod compile;
 pub mod discover;
-pub mod meta_tool;
+pub(crate) mod meta_tool;
 pub mod plan;
-pub mod prompt;
+pub(crate) mod prompt;
 pub mod schema;
-pub mod snapshot;
+pub(crate) mod snapshot;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,7 +35,7 @@ use crate::config::{self, Config, Loc, Problem, Report};
 
 /// How many change sets a slow subscriber may fall behind before it sees
 /// `RecvError::Lagged` (and should then treat every client as changed).
-pub const CHANGE_CHANNEL_CAPACITY: usize = 64;
+pub(crate) const CHANGE_CHANNEL_CAPACITY: usize = 64;
 
 /// The (tenant, client) listings that changed in one reload.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,7 +34,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 pub use audit::{AuditSettings, AuditSink, AuditWhenFull};
-pub use cluster::ClusterSettings;
+pub(crate) use cluster::ClusterSettings;
 pub use env::{Overrides, API_KEY_PEPPER_ENV, BOS_HANDLE_SECRET_ENV, REDIS_URL_ENV};
 pub use load::{parse, LoadError, SyntaxError, MAX_CONFIG_BYTES};
 pub use logging::{LogFormat, LogSettings};

@@ -4,12 +4,12 @@
 //! Must not be used outside `sluice demo` and tests: nothing here is production code.
 
 mod api;
-pub mod providers;
+pub(crate) mod providers;
 
 pub use api::serve_api;
 
 /// The demo configuration; `{api}` is replaced by the demo API's base URL at start.
-pub const CONFIG_TEMPLATE: &str = include_str!("demo/sluice.demo.toml");
+pub(crate) const CONFIG_TEMPLATE: &str = include_str!("demo/sluice.demo.toml");
 
 /// The demo configuration with the demo API's base URL filled in.
 pub fn config_text(api_base: &str) -> String {

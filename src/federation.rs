@@ -37,10 +37,10 @@ use std::time::Duration;
 
 /// The page a local `contractUri` serves (text/markdown): how this server delivers the
 /// extension, in our words.
-pub const CONTRACT_PAGE: &str = include_str!("federation/contract.md");
+pub(crate) const CONTRACT_PAGE: &str = include_str!("federation/contract.md");
 
 /// Where the contract page is served when `contract_uri` is local (the default).
-pub const CONTRACT_PATH: &str = "/contracts/bos-source-results-v1";
+pub(crate) const CONTRACT_PATH: &str = "/contracts/bos-source-results-v1";
 
 pub use event::{
     ChannelSink, EventSink, NullSink, SinkClosed, SourceEvent, SourceRef, SourceStatus,
@@ -49,7 +49,7 @@ pub use event::{
 pub use merge::{merge_records, normalize_email, normalize_phone};
 pub use provider::{page_url, ProviderClient, ProviderError};
 pub use record::{FederatedRecord, IdentityMatch, MatchRule, Provenance};
-pub use result::{rfc3339_utc, FederatedOutcome, SourceFailure, SourceObservation};
+pub(crate) use result::FederatedOutcome;
 
 use crate::config::FederatedDownstream;
 
@@ -61,29 +61,29 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 
 /// Default `maxConcurrentSources`: source reads in flight at once; further sources wait for a
 /// slot (their own timeout starts when they get one; the operation deadline runs throughout).
-pub const DEFAULT_MAX_CONCURRENT_SOURCES: usize = 8;
+pub(crate) const DEFAULT_MAX_CONCURRENT_SOURCES: usize = 8;
 
 /// Default per-source timeout (whole read, all pages) of a source that sets none; when hit the
 /// source ends with `source_timeout`.
-pub const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_SOURCE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default operation deadline of a tool that sets none; when hit every unfinished source is
 /// cancelled and ends with `source_timeout`; delivered records are kept.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Default largest provider body read; a larger one ends the source with `source_unavailable`.
-pub const DEFAULT_MAX_PROVIDER_BODY_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_PROVIDER_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// Default most pages read from one source (a source's `max_pages` overrides it; `[server]
 /// federated_max_pages`); a source still returning a cursor then ends with `source_unavailable`
 /// and reason `page_limit` (its delivered pages are kept, the result is partial).
-pub const DEFAULT_MAX_PAGES_PER_SOURCE: usize = 100;
+pub(crate) const DEFAULT_MAX_PAGES_PER_SOURCE: usize = 100;
 
 /// Default most records one read delivers, all sources together (a tool's `max_records`
 /// overrides it; `[server] federated_max_records`); past it the read stops: every unfinished
 /// source ends with `source_unavailable` and reason `record_limit`, the delivered records are
 /// kept and the result is partial.
-pub const DEFAULT_MAX_RECORDS_PER_CALL: usize = 10_000;
+pub(crate) const DEFAULT_MAX_RECORDS_PER_CALL: usize = 10_000;
 
 /// The contract's source error codes ("one of source_timeout, source_identity_mismatch,
 /// provider_authorization_required, rate_limited, or source_unavailable").
@@ -198,7 +198,7 @@ impl Federation {
     /// Counts every provider page against `budget` (the process-wide answer budget the tool
     /// client shares): a page it cannot hold ends its source with `source_unavailable`, reason
     /// `answer_budget`.
-    pub fn with_answer_budget(mut self, budget: Arc<crate::invoke::AnswerBudget>) -> Self {
+    pub(crate) fn with_answer_budget(mut self, budget: Arc<crate::invoke::AnswerBudget>) -> Self {
         self.client = self.client.with_answer_budget(budget);
         self
     }

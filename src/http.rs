@@ -16,20 +16,20 @@
 //! - [`response`]: the response [`Body`] and helpers.
 //! - [`error`]: [`Error`] and its one mapping to a response.
 
-pub mod body;
+pub(crate) mod body;
 mod conn;
-pub mod cors;
-pub mod drain;
-pub mod error;
-pub mod guard;
-pub mod limits;
+pub(crate) mod cors;
+pub(crate) mod drain;
+pub(crate) mod error;
+pub(crate) mod guard;
+pub(crate) mod limits;
 pub mod negotiate;
 pub mod response;
-pub mod router;
+pub(crate) mod router;
 pub mod server;
 
 pub use drain::Drain;
-pub use error::Error;
+pub(crate) use error::Error;
 pub use limits::Limits;
 pub use response::Body;
-pub use router::{Route, Target};
+pub(crate) use router::Target;

@@ -7,18 +7,17 @@
 //! JSON bytes plus whether they are an object; errors are `InvokeError` with an `ErrorClass` the
 //! surfaces map.
 
-pub mod budget;
+pub(crate) mod budget;
 pub mod client;
-pub mod correlation;
-pub mod error;
-pub mod request;
-pub mod translate;
+pub(crate) mod correlation;
+pub(crate) mod error;
+pub(crate) mod request;
+pub(crate) mod translate;
 
-pub use budget::{AnswerBudget, AnswerReservation, OverBudget, DEFAULT_ANSWER_BUDGET_BYTES};
+pub(crate) use budget::{AnswerBudget, AnswerReservation, OverBudget};
 pub use client::{InvokeOutput, Invoker, InvokerConfig};
 pub use correlation::{
     CallContext, CorrelationPolicy, ExecutionId, ExternalCorrelationId, CORRELATION_ID_HEADER,
     EXTERNAL_CORRELATION_ID_HEADER,
 };
 pub use error::{ArgumentProblem, ErrorClass, InvokeError, ResponseProblem};
-pub use translate::{UnknownFields, SCHEMA_DISCOVERY_FIELD};

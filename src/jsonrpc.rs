@@ -25,16 +25,13 @@ mod parse;
 mod payload;
 mod write;
 
-pub use echo::{echo, MAX_ECHO_BYTES};
+pub(crate) use echo::echo;
 pub use id::{Id, IdRef, OwnedId};
 pub use parse::{
     has_repeated_name, parse, parse_with, Limits, Message, ParseError, DEFAULT_MAX_DEPTH,
 };
-pub use payload::{Payload, PayloadError};
-pub use write::{
-    write_error, write_error_with_data, write_notification, write_request, write_result,
-    write_result_raw,
-};
+pub(crate) use payload::Payload;
+pub(crate) use write::{write_error, write_error_with_data, write_result_raw};
 
 /// JSON-RPC error codes used on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,17 +39,18 @@ pub struct ErrorCode(pub i32);
 
 impl ErrorCode {
     /// Invalid JSON was received.
-    pub const PARSE_ERROR: Self = Self(-32700);
+    pub(crate) const PARSE_ERROR: Self = Self(-32700);
     /// The JSON sent is not a valid Request object.
-    pub const INVALID_REQUEST: Self = Self(-32600);
+    pub(crate) const INVALID_REQUEST: Self = Self(-32600);
     /// The method does not exist / is not available.
-    pub const METHOD_NOT_FOUND: Self = Self(-32601);
+    pub(crate) const METHOD_NOT_FOUND: Self = Self(-32601);
     /// Invalid method parameter(s).
-    pub const INVALID_PARAMS: Self = Self(-32602);
+    pub(crate) const INVALID_PARAMS: Self = Self(-32602);
     /// Internal JSON-RPC error.
-    pub const INTERNAL_ERROR: Self = Self(-32603);
+    pub(crate) const INTERNAL_ERROR: Self = Self(-32603);
 }
 
 /// Property functions shared by the fuzz target and the integration tests.
 #[doc(hidden)]
+#[cfg(any(test, feature = "test-util"))]
 pub mod props;

@@ -36,12 +36,14 @@
 //!
 //! `main.rs` only parses flags, builds the configuration, binds a listener and calls [`serve`].
 
-pub mod access;
-pub mod admin;
+#![forbid(unsafe_code)]
+
+pub(crate) mod access;
+pub(crate) mod admin;
 pub mod audit;
 pub mod auth;
 pub mod bench;
-pub mod bos;
+pub(crate) mod bos;
 pub mod catalog;
 pub mod config;
 pub mod demo;
@@ -54,8 +56,8 @@ pub mod log_limit;
 pub mod mcp;
 pub mod metrics;
 pub mod protocol;
-pub mod rescue;
-pub mod rest;
+pub(crate) mod rescue;
+pub(crate) mod rest;
 pub mod server;
 pub mod session;
 pub(crate) mod shard;

@@ -24,16 +24,16 @@ use parking_lot::Mutex;
 
 /// Default interval between two printed lines of one (tenant, kind): lines in between are
 /// counted, not printed, and the next printed line says how many (`suppressed`).
-pub const DEFAULT_REPEAT_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_REPEAT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Slots of the limiter's table: the most (tenant, kind) keys tracked at once. A key beyond
 /// it shares a slot with another (see the module doc).
-pub const LOG_LIMIT_SLOTS: usize = 1024;
+pub(crate) const LOG_LIMIT_SLOTS: usize = 1024;
 
 /// What a repeated warning is about (one budget per tenant and kind; each kind is one message,
 /// so a line's `suppressed` counts lines like it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A REST call's downstream failed (connection, status, body).
     DownstreamFailure,
     /// A REST call's downstream timed out.
@@ -93,12 +93,12 @@ impl LogLimiter {
 
     /// Whether a line of (`tenant`, `kind`) should be printed now: `Some(suppressed)` (print
     /// it, with that count) or `None` (counted, not printed).
-    pub fn admit(&self, tenant: &str, kind: Kind) -> Option<u64> {
+    pub(crate) fn admit(&self, tenant: &str, kind: Kind) -> Option<u64> {
         self.admit_at(tenant, kind, Instant::now())
     }
 
     /// [`LogLimiter::admit`] at `now` (tests inject the clock here).
-    pub fn admit_at(&self, tenant: &str, kind: Kind, now: Instant) -> Option<u64> {
+    pub(crate) fn admit_at(&self, tenant: &str, kind: Kind, now: Instant) -> Option<u64> {
         let interval = Duration::from_millis(self.interval_ms.load(Ordering::Relaxed));
         if interval.is_zero() {
             return Some(0);

@@ -5,6 +5,8 @@
 //! `demo` (the bundled demo configuration over demo APIs on loopback), `bench` (the MCP load
 //! generator, `sluice::bench`) and `bench idle` (its hold mode).
 
+#![forbid(unsafe_code)]
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

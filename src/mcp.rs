@@ -26,18 +26,18 @@
 mod audit;
 mod dispatch;
 mod era;
-pub mod federated;
+pub(crate) mod federated;
 mod json;
 mod lifecycle;
-pub mod meta;
-pub mod names;
+pub(crate) mod meta;
+pub(crate) mod names;
 mod page;
 mod params;
 mod platform;
 mod prompts;
 mod resources;
 mod result;
-pub mod subscriptions;
+pub(crate) mod subscriptions;
 mod tools;
 
 use std::borrow::Cow;
@@ -63,7 +63,7 @@ pub use subscriptions::{ListChanged, SubscriptionFilter};
 /// The experimental capability key of the BOS source-results extension (valid under `experimental`,
 /// not under MCP 2026-07-28's `extensions`, whose identifiers may not contain `/` in their name:
 /// `docs/eras.md`).
-pub const SOURCE_RESULTS_EXTENSION: &str = "bos/source-results/v1";
+pub(crate) const SOURCE_RESULTS_EXTENSION: &str = "bos/source-results/v1";
 
 /// The protocol era and version types live in the leaf [`crate::protocol`]; re-exported so
 /// `mcp::Era` keeps working.
@@ -297,7 +297,7 @@ pub enum McpError {
 
 impl McpError {
     /// What went wrong, for the one table, answered in `era`.
-    pub fn failure(&self, era: Era) -> Failure {
+    pub(crate) fn failure(&self, era: Era) -> Failure {
         match self {
             McpError::MethodNotFound(_) => Failure::MethodNotFound(era),
             McpError::InvalidParams(_) => Failure::InvalidParams,
@@ -389,13 +389,13 @@ impl Dispatcher {
 
     /// This dispatcher, counting federated source errors in `metrics`
     /// (`sluice_source_errors_total{code}`).
-    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+    pub(crate) fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
         self.metrics = Some(metrics);
         self
     }
 
     /// This dispatcher, recording every audited call to `audit`.
-    pub fn with_audit(mut self, audit: Audit) -> Self {
+    pub(crate) fn with_audit(mut self, audit: Audit) -> Self {
         self.audit = audit;
         self
     }
@@ -447,7 +447,7 @@ impl Dispatcher {
     }
 
     /// `notifications/{tools,prompts,resources}/list_changed` for any of the three lists.
-    pub fn list_changed_message_for(
+    pub(crate) fn list_changed_message_for(
         &self,
         kind: ListChanged,
         era: Era,

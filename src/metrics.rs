@@ -47,8 +47,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use labels::{MethodLabel, RouteLabel, COUNTED_STATUSES};
-pub use registry::GaugeFn;
-pub use tenant::{GaugeGuard, MAX_TENANT_SERIES, OVERFLOW_TENANT};
+#[cfg(test)]
+pub(crate) use registry::GaugeFn;
+pub(crate) use tenant::GaugeGuard;
 
 use registry::{CodeCounters, External, Externals, Reading, Source};
 use render::{Kind, Value, Writer};
@@ -56,7 +57,7 @@ use requests::{HttpMetrics, BUCKET_LABELS};
 use tenant::{Gauge, TenantMap};
 
 /// The `Content-Type` of [`Metrics::render`]'s output.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The built-in family names, and the sample names a histogram family also occupies; a
 /// registered family may not reuse any of them.
@@ -89,7 +90,7 @@ const SOURCE_ERRORS: &str = "sluice_source_errors_total";
 
 /// Why a family could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MetricsError {
+pub(crate) enum MetricsError {
     /// The name does not match `[a-zA-Z_:][a-zA-Z0-9_:]*`.
     #[error("invalid metric name {0:?}")]
     InvalidName(&'static str),
@@ -183,17 +184,18 @@ impl Metrics {
 
     /// Sets the live-session gauge of every tenant from the session store's own counts (read at
     /// scrape time; tenants not listed read 0).
-    pub fn set_sessions(&self, counts: &[(String, i64)]) {
+    pub(crate) fn set_sessions(&self, counts: &[(String, i64)]) {
         self.tenants.set_all(Gauge::Sessions, counts);
     }
 
     /// Sets the live-stream gauge of every tenant from the stream registry (read at scrape time).
-    pub fn set_streams(&self, counts: &[(String, i64)]) {
+    pub(crate) fn set_streams(&self, counts: &[(String, i64)]) {
         self.tenants.set_all(Gauge::Streams, counts);
     }
 
     /// A session of `tenant` closed (deleted or expired).
-    pub fn session_closed(&self, tenant: &str) {
+    #[cfg(test)]
+    pub(crate) fn session_closed(&self, tenant: &str) {
         self.tenants.add(tenant, Gauge::Sessions, -1);
     }
 
@@ -204,7 +206,8 @@ impl Metrics {
     }
 
     /// A stream of `tenant` closed.
-    pub fn stream_closed(&self, tenant: &str) {
+    #[cfg(test)]
+    pub(crate) fn stream_closed(&self, tenant: &str) {
         self.tenants.add(tenant, Gauge::Streams, -1);
     }
 
@@ -215,23 +218,18 @@ impl Metrics {
         self.tenants.guard(tenant, Gauge::Streams)
     }
 
-    /// Counts a session of `tenant` as open until the returned guard is dropped, for owners
-    /// that drop a value when the session ends.
-    pub fn session_guard(&self, tenant: &str) -> GaugeGuard {
-        self.tenants.guard(tenant, Gauge::Sessions)
-    }
-
     /// After a configuration reload: forgets the gauges of tenants `keep` rejects once nothing
     /// of theirs is open, so removed tenants leave the scrape. Tenants with open sessions or
     /// streams stay listed until a later prune finds them idle.
-    pub fn prune_tenants(&self, keep: impl Fn(&str) -> bool) {
+    #[cfg(test)]
+    pub(crate) fn prune_tenants(&self, keep: impl Fn(&str) -> bool) {
         self.tenants.prune(keep);
     }
 
     // === SSE ===
 
     /// Adds a batch of written SSE frames and their bytes.
-    pub fn add_sse(&self, frames: u64, bytes: u64) {
+    pub(crate) fn add_sse(&self, frames: u64, bytes: u64) {
         self.sse_frames.fetch_add(frames, Ordering::Relaxed);
         self.sse_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
@@ -239,12 +237,12 @@ impl Metrics {
     // === errors ===
 
     /// A downstream call failed with `code` (`sluice_downstream_errors_total{code}`).
-    pub fn downstream_error(&self, code: &'static str) {
+    pub(crate) fn downstream_error(&self, code: &'static str) {
         self.downstream_errors.add(code);
     }
 
     /// A source failed with `code` (`sluice_source_errors_total{code}`).
-    pub fn source_error(&self, code: &'static str) {
+    pub(crate) fn source_error(&self, code: &'static str) {
         self.source_errors.add(code);
     }
 
@@ -253,7 +251,7 @@ impl Metrics {
     /// Exposes a counter another module owns (e.g. `sluice_audit_dropped_total`) as an
     /// unlabelled counter family. The module keeps incrementing its `Arc<AtomicU64>`; the
     /// scrape reads it.
-    pub fn register_counter(
+    pub(crate) fn register_counter(
         &self,
         name: &'static str,
         help: &'static str,
@@ -265,7 +263,8 @@ impl Metrics {
     /// Exposes an unlabelled gauge computed on each scrape (e.g. total live sessions). `f` runs
     /// under the registry's lock for external families: it must be quick and must not call
     /// back into [`Metrics::register_counter`] or [`Metrics::register_gauge_fn`].
-    pub fn register_gauge_fn(
+    #[cfg(test)]
+    pub(crate) fn register_gauge_fn(
         &self,
         name: &'static str,
         help: &'static str,
@@ -367,6 +366,7 @@ impl Metrics {
                     w.family(name, help, Kind::Counter);
                     w.sample(name, "", &[], Value::Unsigned(n));
                 }
+                #[cfg(test)]
                 Reading::Gauge(n) => {
                     w.family(name, help, Kind::Gauge);
                     w.sample(name, "", &[], Value::Signed(n));

@@ -56,12 +56,13 @@ impl ProtocolVersion {
     ];
 
     /// The stateless-era versions, newest first.
-    pub const STATELESS: &'static [Self] = &[Self::V2026_07_28];
+    #[cfg(test)]
+    pub(crate) const STATELESS: &'static [Self] = &[Self::V2026_07_28];
 
     /// Every version newest first, stateless era before handshake era: the order of
     /// `supportedVersions` in `server/discover` and of `data.supported` in -32022 (the Python
     /// SDK's probe falls back to `initialize` when it sees handshake versions there).
-    pub const SUPPORTED: &'static [Self] = &[
+    pub(crate) const SUPPORTED: &'static [Self] = &[
         Self::V2026_07_28,
         Self::V2025_11_25,
         Self::V2025_06_18,
@@ -72,12 +73,12 @@ impl ProtocolVersion {
     /// The version assumed when a handshake-era request names none and has no session (MCP
     /// 2025-11-25, Transports, "Protocol Version Header": "the server SHOULD assume protocol
     /// version 2025-03-26").
-    pub const DEFAULT_HANDSHAKE: Self = Self::V2025_03_26;
+    pub(crate) const DEFAULT_HANDSHAKE: Self = Self::V2025_03_26;
 
     /// The first version whose SSE answers open with a priming event (MCP 2025-11-25,
     /// Transports, "Resumability and Redelivery"; older clients parse the empty `data` as JSON
     /// and fail).
-    pub const PRIMING_SINCE: Self = Self::V2025_11_25;
+    pub(crate) const PRIMING_SINCE: Self = Self::V2025_11_25;
 
     /// The version named by `text` exactly (no trimming, no case folding); `None` for any
     /// version this build does not implement.
@@ -94,7 +95,7 @@ impl ProtocolVersion {
     }
 
     /// Like [`parse`](Self::parse), accepting only versions of `era`.
-    pub fn parse_in(era: Era, text: &[u8]) -> Option<Self> {
+    pub(crate) fn parse_in(era: Era, text: &[u8]) -> Option<Self> {
         Self::parse(text).filter(|version| version.era() == era)
     }
 
@@ -118,7 +119,7 @@ impl ProtocolVersion {
     }
 
     /// Whether SSE answers of a session at this version open with a priming event.
-    pub fn has_priming(self) -> bool {
+    pub(crate) fn has_priming(self) -> bool {
         self >= Self::PRIMING_SINCE
     }
 }

@@ -24,20 +24,20 @@ use crate::protocol::{Era, ProtocolVersion};
 /// -32000, JSON-RPC's implementation-defined server error: failures that are HTTP-level rather
 /// than about the message (bad Origin or Host, wrong media type, unknown path or session,
 /// limits, downstream failures).
-pub const SERVER_ERROR: ErrorCode = ErrorCode(-32000);
+pub(crate) const SERVER_ERROR: ErrorCode = ErrorCode(-32000);
 /// -32002, resource not found (handshake era; the stateless era answers -32602 with
 /// `data.uri`).
-pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+pub(crate) const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
 /// -32020, HeaderMismatch (2026-07-28): a routing header disagrees with the body.
-pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+pub(crate) const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
 /// -32022, UnsupportedProtocolVersion (2026-07-28), with `data: {supported, requested}`.
-pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
+pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
 
 // === the table ===
 
 /// Which session cap refused a new session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionCap {
+pub(crate) enum SessionCap {
     /// `sessions_per_tenant`: the tenant's limit (503: retry later).
     Tenant,
     /// `sessions_per_caller`: this caller's limit (429: end one of its sessions).
@@ -46,7 +46,7 @@ pub enum SessionCap {
 
 impl SessionCap {
     /// The setting's name, as `data.cap` says it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SessionCap::Tenant => "sessions_per_tenant",
             SessionCap::Caller => "sessions_per_caller",
@@ -57,13 +57,11 @@ impl SessionCap {
 /// What went wrong, as far as the status and the code are concerned: one value per
 /// `http::Error` variant and per `mcp::McpError` variant, the era inside where it matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// No route for the path.
     NotFound,
     /// The path exists, not for this method.
     MethodNotAllowed,
-    /// The route's surface is not built.
-    NotImplemented,
     /// `Accept` excludes every answer type.
     NotAcceptable,
     /// `Content-Type` is missing or unreadable.
@@ -142,14 +140,13 @@ pub enum Failure {
 /// 2025-11-25, Transports: a request's JSON-RPC error is its response); the stateless era
 /// answers an unknown method with 404 and the rungs of its validation ladder (headers, `_meta`,
 /// version: `transport/stateless.rs`) with 400.
-pub fn classify(failure: Failure) -> (StatusCode, ErrorCode) {
+pub(crate) fn classify(failure: Failure) -> (StatusCode, ErrorCode) {
     use Failure as F;
     match failure {
         F::NotFound | F::UnknownClient | F::UnknownTool | F::SessionNotFound => {
             (StatusCode::NOT_FOUND, SERVER_ERROR)
         }
         F::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, SERVER_ERROR),
-        F::NotImplemented => (StatusCode::NOT_IMPLEMENTED, SERVER_ERROR),
         F::NotAcceptable => (StatusCode::NOT_ACCEPTABLE, SERVER_ERROR),
         F::UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, SERVER_ERROR),
         F::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, SERVER_ERROR),
@@ -194,7 +191,7 @@ pub fn classify(failure: Failure) -> (StatusCode, ErrorCode) {
 
 /// The `data` of an unsupported stateless-era version: `{"supported":[every version, newest
 /// first, stateless era first],"requested":"…"}`.
-pub fn unsupported_version_data(requested: &str) -> Bytes {
+pub(crate) fn unsupported_version_data(requested: &str) -> Bytes {
     let mut out = BytesMut::with_capacity(128 + requested.len());
     out.put_slice(b"{\"supported\":[");
     for (i, version) in ProtocolVersion::SUPPORTED.iter().enumerate() {
@@ -212,7 +209,7 @@ pub fn unsupported_version_data(requested: &str) -> Bytes {
 /// Appends `{"jsonrpc":"2.0","id":…|null,"error":{"code":…,"message":…[,"data":…]}}`. `data` is
 /// JSON text written as is; when it is not one valid JSON value the error goes out without it
 /// (a bug upstream must not produce an invalid body).
-pub fn write_error<'i>(
+pub(crate) fn write_error<'i>(
     out: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     code: ErrorCode,
@@ -243,7 +240,6 @@ mod tests {
     const TABLE: &[(Failure, u16, i32)] = &[
         (F::NotFound, 404, -32000),
         (F::MethodNotAllowed, 405, -32000),
-        (F::NotImplemented, 501, -32000),
         (F::NotAcceptable, 406, -32000),
         (F::UnsupportedMediaType, 415, -32000),
         (F::PayloadTooLarge, 413, -32000),

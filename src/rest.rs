@@ -36,11 +36,11 @@ use crate::jsonrpc;
 use crate::log_limit::{warn_limited, Kind};
 
 /// Response header carrying the execution id the runtime generated for a call.
-pub const EXECUTION_ID_HEADER: &str = "x-execution-id";
+pub(crate) const EXECUTION_ID_HEADER: &str = "x-execution-id";
 
 /// What the REST handlers share.
 #[derive(Debug, Clone)]
-pub struct Rest {
+pub(crate) struct Rest {
     /// The live catalog; each request reads the snapshot current when it starts.
     pub catalog: Arc<Catalog>,
     /// The shared downstream client.
@@ -57,7 +57,7 @@ pub struct Rest {
 
 impl Rest {
     /// `GET …/tools`: `{"tools":[…]}` copied from the snapshot's precomputed listing bytes.
-    pub async fn list_tools(
+    pub(crate) async fn list_tools(
         &self,
         parts: &Parts,
         target: &Target<'_>,
@@ -91,7 +91,7 @@ impl Rest {
 
     /// `POST …/tools/{name}`: validates and translates the JSON object body, calls the
     /// downstream, answers the translated result.
-    pub async fn call_tool<B>(
+    pub(crate) async fn call_tool<B>(
         &self,
         parts: &Parts,
         body: B,

@@ -37,23 +37,23 @@ pub use id::{
 };
 pub use local::{LocalStore, SESSION_SHARDS};
 pub use record::{Handshake, NewSession, Owner, OwnerKey, SessionInfo, SessionRecord};
-pub use store::SessionStore;
+pub(crate) use store::SessionStore;
 
 /// Default idle timeout: a session no request has named for this long expires (404 after).
-pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 
 /// Default init timeout: a session that has not sent `notifications/initialized` this long after
 /// `initialize` expires, so abandoned handshakes do not hold a slot of the tenant's cap.
-pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Default per-tenant cap on live sessions; a create beyond it fails with
 /// [`SessionError::TenantCapReached`].
-pub const DEFAULT_MAX_SESSIONS_PER_TENANT: usize = 10_000;
+pub(crate) const DEFAULT_MAX_SESSIONS_PER_TENANT: usize = 10_000;
 
 /// Default per-caller cap on live sessions (a caller is tenant, client and caller id): a create
 /// beyond it fails with [`SessionError::CallerCapReached`], so one caller cannot take the whole
 /// tenant cap. Never more than the tenant cap in force.
-pub const DEFAULT_MAX_SESSIONS_PER_CALLER: usize = 100;
+pub(crate) const DEFAULT_MAX_SESSIONS_PER_CALLER: usize = 100;
 
 /// Session limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +132,7 @@ impl Sessions {
 
     /// Whether the store answers now (`/readyz`): always for the local store, a `PING` for
     /// Redis.
-    pub async fn ping(&self) -> Result<(), SessionError> {
+    pub(crate) async fn ping(&self) -> Result<(), SessionError> {
         match self {
             Self::Local(_) => Ok(()),
             Self::Redis(store) => store.ping().await,

@@ -12,16 +12,17 @@
 //! - `naive.rs` and `props.rs` (hidden): the reference decoder and the properties that the
 //!   property tests, the fuzz targets and the corpus replay check.
 
-pub mod decode;
-pub mod encode;
+pub(crate) mod decode;
+pub(crate) mod encode;
 #[doc(hidden)]
-pub mod naive;
-pub mod pool;
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) mod naive;
+pub(crate) mod pool;
 #[doc(hidden)]
+#[cfg(any(test, feature = "test-util"))]
 pub mod props;
 pub mod stream;
 
 pub use decode::{DecodeError, Decoder, Event, DEFAULT_MAX_FRAME};
 pub use encode::{EncodeError, Encoder};
-pub use pool::BufPool;
 pub use stream::{EventStream, StreamError};

@@ -14,15 +14,15 @@
 //! that has to wait) are fed through a channel, bounded in frames and bytes
 //! (`stream_queue_messages`, `stream_queue_bytes`).
 
-pub mod handshake;
-pub mod headers;
-pub mod inflight;
-pub mod legacy_sse;
-pub mod reply;
-pub mod source_results;
-pub mod stateless;
+pub(crate) mod handshake;
+pub(crate) mod headers;
+pub(crate) mod inflight;
+pub(crate) mod legacy_sse;
+pub(crate) mod reply;
+pub(crate) mod source_results;
+pub(crate) mod stateless;
 pub mod stream;
-pub mod streamable;
+pub(crate) mod streamable;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,21 +42,21 @@ use stream::StreamRegistry;
 
 /// Default interval between `: keepalive` comments on an idle SSE stream; a stream idle this
 /// long gets one so proxies and clients do not time it out.
-pub const DEFAULT_SSE_KEEPALIVE: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_SSE_KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// The `MCP-Protocol-Version` request header.
-pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// The `Mcp-Session-Id` header (request and `initialize` response).
-pub const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The stateless-era `Mcp-Method` request header.
-pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 /// The stateless-era `Mcp-Name` request header.
-pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// The `Last-Event-ID` request header of a resuming GET.
-pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// The `_meta` key naming a stateless-era request's protocol version.
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// What the MCP endpoints need from the server configuration.
 #[derive(Debug, Clone)]
@@ -132,7 +132,7 @@ impl Transport {
     /// caller ([`SessionError::Foreign`]) is answered exactly like an unknown one (404) and
     /// recorded as a `session_rejected` security event: someone presented a live session id
     /// that is not theirs.
-    pub async fn session_failure(
+    pub(crate) async fn session_failure(
         &self,
         err: SessionError,
         owner: Owner<'_>,

@@ -4,6 +4,8 @@
 //! proof; what the frames contain is tested in `src/sse/encode.rs`. Counts are per thread, so
 //! tests running in parallel do not disturb each other.
 
+#![allow(unsafe_code)] // the counting `GlobalAlloc` wraps `System`
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::VecDeque;

@@ -6,6 +6,8 @@
 //! stream including its connection. Counts are requested bytes (allocator-internal overhead is
 //! not included). Also checks that abandoned sessions and streams give everything back.
 
+#![allow(unsafe_code)] // the counting `GlobalAlloc` wraps mimalloc
+
 use std::alloc::{GlobalAlloc, Layout};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicIsize, Ordering};

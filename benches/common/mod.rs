@@ -13,7 +13,7 @@ use tokio::runtime::Runtime;
 
 /// A one-worker multi-thread runtime (the production scheduler) whose threads are named `name`
 /// and pinned to `core` when there is one.
-pub fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -> Runtime {
+pub(crate) fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name(name)
@@ -28,7 +28,8 @@ pub fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -> Runti
 }
 
 /// The first two visible cores: (server, client); both `None` with fewer than two.
-pub fn server_and_client_cores() -> (Option<core_affinity::CoreId>, Option<core_affinity::CoreId>) {
+pub(crate) fn server_and_client_cores(
+) -> (Option<core_affinity::CoreId>, Option<core_affinity::CoreId>) {
     let cores = core_affinity::get_core_ids().unwrap_or_default();
     match cores.as_slice() {
         [first, second, ..] => (Some(*first), Some(*second)),
@@ -37,12 +38,12 @@ pub fn server_and_client_cores() -> (Option<core_affinity::CoreId>, Option<core_
 }
 
 /// Clock ticks per second of `/proc/stat` (USER_HZ, 100 on Linux).
-pub const TICKS_PER_SEC: f64 = 100.0;
+pub(crate) const TICKS_PER_SEC: f64 = 100.0;
 
 /// CPU times at one instant: of the server threads and of the client threads (ns on a CPU,
 /// from `/proc/self/task/*/schedstat`, chosen by thread-name prefix), of this process, and of
 /// the whole machine (ticks, from `/proc/stat`).
-pub struct CpuSample {
+pub(crate) struct CpuSample {
     pub at: Instant,
     pub server_ns: u64,
     pub client_ns: u64,
@@ -53,7 +54,7 @@ pub struct CpuSample {
 impl CpuSample {
     /// A sample now: threads whose name starts with one of `server` count as server, those
     /// with one of `client` as client.
-    pub fn take(server: &[&str], client: &[&str]) -> Self {
+    pub(crate) fn take(server: &[&str], client: &[&str]) -> Self {
         let (mut server_ns, mut client_ns, mut process_ns) = (0, 0, 0);
         if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
             for task in tasks.flatten() {
@@ -83,23 +84,23 @@ impl CpuSample {
     }
 
     /// Seconds from `self` to `later` (at least 1 ms).
-    pub fn secs(&self, later: &Self) -> f64 {
+    pub(crate) fn secs(&self, later: &Self) -> f64 {
         (later.at - self.at).as_secs_f64().max(1e-3)
     }
 
     /// Server CPU time from `self` to `later`, in ns.
-    pub fn server_ns(&self, later: &Self) -> u64 {
+    pub(crate) fn server_ns(&self, later: &Self) -> u64 {
         later.server_ns.saturating_sub(self.server_ns)
     }
 
     /// Client CPU time from `self` to `later`, in ns.
-    pub fn client_ns(&self, later: &Self) -> u64 {
+    pub(crate) fn client_ns(&self, later: &Self) -> u64 {
         later.client_ns.saturating_sub(self.client_ns)
     }
 
     /// Busy cores of the whole machine minus this process from `self` to `later`: other
     /// people's load.
-    pub fn other_cores(&self, later: &Self) -> f64 {
+    pub(crate) fn other_cores(&self, later: &Self) -> f64 {
         let secs = self.secs(later);
         let process = later.process_ns.saturating_sub(self.process_ns) as f64 / 1e9 / secs;
         let machine = later
@@ -112,7 +113,7 @@ impl CpuSample {
 }
 
 /// Busy ticks of all cores from `/proc/stat` (everything but idle and iowait).
-pub fn machine_busy_ticks() -> u64 {
+pub(crate) fn machine_busy_ticks() -> u64 {
     let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
         return 0;
     };

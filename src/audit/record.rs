@@ -222,62 +222,67 @@ impl Record {
     }
 
     /// Sets the execution id.
-    pub fn with_execution_id(mut self, execution_id: impl Into<String>) -> Self {
+    pub(crate) fn with_execution_id(mut self, execution_id: impl Into<String>) -> Self {
         self.execution_id = Some(execution_id.into());
         self
     }
 
     /// Sets the accepted external correlation id.
-    pub fn with_external_correlation_id(mut self, id: impl Into<String>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_external_correlation_id(mut self, id: impl Into<String>) -> Self {
         self.external_correlation_id = Some(id.into());
         self
     }
 
     /// Sets the session id.
-    pub fn with_session(mut self, session: impl Into<String>) -> Self {
+    pub(crate) fn with_session(mut self, session: impl Into<String>) -> Self {
         self.session = Some(session.into());
         self
     }
 
     /// Sets the tool (or resource, prompt) name.
-    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_tool(mut self, tool: impl Into<String>) -> Self {
         self.tool = Some(tool.into());
         self
     }
 
     /// Sets the outcome and, for failures, the error code or class.
-    pub fn with_outcome(mut self, outcome: Outcome, error_code: Option<String>) -> Self {
+    pub(crate) fn with_outcome(mut self, outcome: Outcome, error_code: Option<String>) -> Self {
         self.outcome = outcome;
         self.error_code = error_code;
         self
     }
 
     /// Sets the call's duration (saturating at `u64::MAX` microseconds).
-    pub fn with_duration(mut self, duration: Duration) -> Self {
+    pub(crate) fn with_duration(mut self, duration: Duration) -> Self {
         self.duration_us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
         self
     }
 
     /// Sets the security-event explanation.
-    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+    pub(crate) fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
         self
     }
 
     /// Sets the raw JSON request payload.
-    pub fn with_request(mut self, request: Bytes) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_request(mut self, request: Bytes) -> Self {
         self.request = Some(request);
         self
     }
 
     /// Sets the raw JSON response payload.
-    pub fn with_response(mut self, response: Bytes) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_response(mut self, response: Bytes) -> Self {
         self.response = Some(response);
         self
     }
 
     /// Sets the raw JSON `tools/list` result.
-    pub fn with_tools_list(mut self, tools_list: Bytes) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_tools_list(mut self, tools_list: Bytes) -> Self {
         self.tools_list = Some(tools_list);
         self
     }
@@ -286,7 +291,7 @@ impl Record {
     ///
     /// Allocates nothing beyond growing `out`, except for a payload that is not valid UTF-8
     /// (then a lossy copy is escaped as a string).
-    pub fn write_line(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_line(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"ts\":\"");
         write_rfc3339_millis(self.ts, out);
         out.extend_from_slice(b"\",\"execution_id\":");

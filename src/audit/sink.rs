@@ -96,7 +96,7 @@ pub(crate) fn spawn(
 /// momentarily empty so records reach the sink promptly, and once more at the end.
 ///
 /// Ends when every sender is gone, or after a `Shutdown` message once the queue is drained.
-pub(crate) fn run(
+pub(super) fn run(
     mut rx: mpsc::Receiver<Msg>,
     sink: Box<dyn Write + Send>,
     written: &AtomicU64,

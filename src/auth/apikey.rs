@@ -18,43 +18,29 @@ use subtle::ConstantTimeEq;
 
 use super::{AuthError, AuthMethod, Caller, Scopes};
 use crate::catalog::ClientView;
-use crate::config::{is_valid_key_id, ApiKey, ServerSettings, API_KEY_ID_LEN};
+use crate::config::{is_valid_key_id, ApiKey, API_KEY_ID_LEN};
 
 /// Every API key token starts with this.
-pub const PREFIX: &str = "rtk_";
+pub(crate) const PREFIX: &str = "rtk_";
 
 /// Length of the secret part: 32 random bytes in unpadded base64url.
-pub const SECRET_LEN: usize = 43;
+pub(crate) const SECRET_LEN: usize = 43;
 
 /// Random bytes in a secret.
 const SECRET_BYTES: usize = 32;
-
-/// The environment variable that overrides `server.api_key_pepper`.
-pub const PEPPER_ENV: &str = "SLUICE_API_KEY_PEPPER";
 
 /// The lowercase RFC 4648 base32 alphabet key ids are drawn from.
 const ID_ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// The pepper from the environment (`SLUICE_API_KEY_PEPPER`, which wins) or the settings.
-pub fn pepper_from_settings(settings: &ServerSettings) -> Option<Vec<u8>> {
-    match std::env::var_os(PEPPER_ENV) {
-        Some(value) => Some(value.into_encoded_bytes()),
-        None => settings
-            .api_key_pepper
-            .as_ref()
-            .map(|p| p.as_bytes().to_vec()),
-    }
-}
-
 /// The server pepper as a keyed HMAC, ready to be cloned for each hash.
 #[derive(Clone)]
-pub struct Pepper(HmacSha256);
+pub(crate) struct Pepper(HmacSha256);
 
 impl Pepper {
     /// Keys HMAC-SHA256 with `pepper` (any length is a valid HMAC key).
-    pub fn new(pepper: &[u8]) -> Self {
+    pub(crate) fn new(pepper: &[u8]) -> Self {
         // HMAC accepts keys of any length (RFC 2104 §2), so this cannot fail; the fallback keeps
         // that promise without a panic path.
         let mac = HmacSha256::new_from_slice(pepper)
@@ -115,7 +101,7 @@ pub fn parse(token: &str) -> Result<ParsedKey<'_>, AuthError> {
 
 /// Finds the key of `parsed.id` among `keys` (the path's client's keys) and checks the secret
 /// and the expiry at `now`.
-pub fn verify<'k>(
+pub(crate) fn verify<'k>(
     pepper: &Pepper,
     parsed: &ParsedKey<'_>,
     keys: &'k [ApiKey],
@@ -145,12 +131,12 @@ pub fn verify<'k>(
 
 /// Compares two hashes in constant time (`subtle`), so the time taken says nothing about how
 /// many leading bytes of a guess were right.
-pub fn hashes_match(presented: &[u8; 32], stored: &[u8; 32]) -> bool {
+pub(crate) fn hashes_match(presented: &[u8; 32], stored: &[u8; 32]) -> bool {
     presented.ct_eq(stored).into()
 }
 
 /// The caller a verified key stands for on `view`'s endpoint.
-pub fn caller(key: &ApiKey, view: &ClientView) -> Caller {
+pub(crate) fn caller(key: &ApiKey, view: &ClientView) -> Caller {
     // The principal is namespaced like the id, so it can never equal a JWT identity or
     // `anonymous` (sessions are bound to this string).
     let name = key.principal.as_deref().unwrap_or(&key.id);
@@ -172,7 +158,7 @@ pub fn caller(key: &ApiKey, view: &ClientView) -> Caller {
 /// The instant a TOML date-time stands for, in Unix seconds. A date without a time is the start
 /// of that day; a date-time without an offset is read as UTC. `None` for a time without a date
 /// (validation refuses those) or an impossible date.
-pub fn unix_seconds(at: &toml::value::Datetime) -> Option<i64> {
+pub(crate) fn unix_seconds(at: &toml::value::Datetime) -> Option<i64> {
     let date = at.date?;
     if !(1..=12).contains(&date.month) || !(1..=31).contains(&date.day) {
         return None;

@@ -18,7 +18,7 @@ use super::AuthError;
 /// - rejected token: `Bearer error="invalid_token", error_description="…", resource_metadata="…"`
 /// - insufficient scope: `Bearer error="insufficient_scope", scope="…", resource_metadata="…",
 ///   error_description="…"`
-pub fn www_authenticate(
+pub(crate) fn www_authenticate(
     err: &AuthError,
     resource_metadata_url: &str,
     scope: &[String],

@@ -36,17 +36,17 @@ use crate::config::JwtSettings;
 
 /// Shortest time between two fetches of one source (for an unknown `kid` or a stale set). A
 /// lookup that would need another fetch sooner uses the set it has.
-pub const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Age after which a set is refetched even without an unknown `kid`, so a key the issuer removed
 /// (e.g. after a compromise) stops being trusted. A failed refetch keeps the old set.
-pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(15 * 60);
+pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(15 * 60);
 
 /// How long one URL fetch may take (connect, headers and body) before it fails.
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Largest JWKS document read, in bytes; a larger one fails the fetch (the old set is kept).
-pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_JWKS_BYTES: usize = 1024 * 1024;
 
 /// Algorithms an RSA key verifies.
 const RSA_ALGORITHMS: &[Algorithm] = &[
@@ -60,7 +60,7 @@ const RSA_ALGORITHMS: &[Algorithm] = &[
 
 /// Where a tenant's key set comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum JwksSource {
+pub(crate) enum JwksSource {
     /// A JWKS file on disk.
     File(PathBuf),
     /// An http(s) URL.
@@ -69,7 +69,7 @@ pub enum JwksSource {
 
 impl JwksSource {
     /// The source the settings name (`jwks_url` wins if both are set; validation refuses that).
-    pub fn from_settings(settings: &JwtSettings) -> Option<Self> {
+    pub(crate) fn from_settings(settings: &JwtSettings) -> Option<Self> {
         match (&settings.jwks_url, &settings.jwks_file) {
             (Some(url), _) => Some(JwksSource::Url(url.clone())),
             (None, Some(path)) => Some(JwksSource::File(PathBuf::from(path))),
@@ -80,7 +80,7 @@ impl JwksSource {
 
 /// Why a fetch failed (logged; the request sees the old set or [`AuthError::JwksUnavailable`]).
 #[derive(Debug, thiserror::Error)]
-pub enum FetchError {
+pub(crate) enum FetchError {
     /// The file could not be read.
     #[error("reading the JWKS file failed: {0}")]
     Io(#[from] std::io::Error),
@@ -115,7 +115,7 @@ struct StoredKey {
 
 /// A parsed key set, as fetched at one time.
 #[derive(Debug)]
-pub struct KeySet {
+pub(crate) struct KeySet {
     keys: Vec<StoredKey>,
     fetched_at: Instant,
 }
@@ -133,7 +133,7 @@ impl KeySet {
     /// Parses a JWKS document, keeping the keys that may verify signatures: `oct` keys,
     /// encryption keys, unknown key types and curves, and keys that do not parse are skipped
     /// (one odd key must not take the whole set down).
-    pub fn parse(document: &[u8], fetched_at: Instant) -> Result<Self, FetchError> {
+    pub(crate) fn parse(document: &[u8], fetched_at: Instant) -> Result<Self, FetchError> {
         #[derive(Deserialize)]
         struct RawSet {
             keys: Vec<serde_json::Value>,
@@ -149,13 +149,8 @@ impl KeySet {
     }
 
     /// How many usable keys the set holds.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.keys.len()
-    }
-
-    /// Whether the set holds no usable key.
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
     }
 
     fn select(&self, kid: Option<&str>, alg: Algorithm) -> Selection {
@@ -236,7 +231,7 @@ type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
 /// Key sets by source, shared across tenants and catalog reloads.
 #[derive(Debug)]
-pub struct JwksCache {
+pub(crate) struct JwksCache {
     /// One state per source, created on first use and kept for the life of the cache (a source
     /// dropped from the configuration costs one small entry).
     sources: Mutex<HashMap<JwksSource, Arc<SourceState>>>,
@@ -274,12 +269,12 @@ impl Default for JwksCache {
 
 impl JwksCache {
     /// A cache with [`DEFAULT_REFETCH_INTERVAL`] and [`DEFAULT_MAX_AGE`].
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_intervals(DEFAULT_REFETCH_INTERVAL, DEFAULT_MAX_AGE)
     }
 
     /// A cache with the given shortest time between fetches of a source and largest age of a set.
-    pub fn with_intervals(refetch_interval: Duration, max_age: Duration) -> Self {
+    pub(crate) fn with_intervals(refetch_interval: Duration, max_age: Duration) -> Self {
         Self {
             sources: Mutex::new(HashMap::new()),
             refetch_interval,
@@ -303,7 +298,7 @@ impl JwksCache {
     /// Fetches the set on first use; on an unknown `kid` (or a set older than the maximum age)
     /// refetches, at most once per refetch interval. Errors: [`AuthError::JwksUnavailable`] when
     /// no set was ever loaded, [`AuthError::Invalid`] when the set has no fitting key.
-    pub async fn key(
+    pub(crate) async fn key(
         &self,
         source: &JwksSource,
         kid: Option<&str>,
@@ -366,7 +361,7 @@ impl JwksCache {
     }
 
     /// Reads and parses the set of `source` (no caching).
-    pub async fn fetch(&self, source: &JwksSource) -> Result<KeySet, FetchError> {
+    pub(crate) async fn fetch(&self, source: &JwksSource) -> Result<KeySet, FetchError> {
         let document = match source {
             JwksSource::File(path) => read_file(path.clone()).await?,
             JwksSource::Url(url) => tokio::time::timeout(FETCH_TIMEOUT, self.fetch_url(url))

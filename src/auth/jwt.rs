@@ -21,10 +21,10 @@ use crate::config::JwtSettings;
 
 /// Largest leeway honoured, in seconds, whatever the configuration says: clock skew is seconds,
 /// not days, and a huge leeway would quietly disable expiry.
-pub const MAX_LEEWAY_SECS: u64 = 600;
+pub(crate) const MAX_LEEWAY_SECS: u64 = 600;
 
 /// Validates `token` for `view`'s endpoint at `resource_url` and returns its caller.
-pub async fn validate(
+pub(crate) async fn validate(
     jwks: &JwksCache,
     token: &str,
     settings: &JwtSettings,
@@ -116,7 +116,7 @@ fn caller_id(issuer: &str, claims: &Map<String, Value>) -> Result<String, AuthEr
 
 /// Scopes from `scope` (RFC 9068 / RFC 8693: a space-delimited string) or `scp` (an array, or a
 /// string, as some issuers send it). No claim grants no scope.
-pub fn scopes(claims: &Map<String, Value>) -> Scopes {
+pub(crate) fn scopes(claims: &Map<String, Value>) -> Scopes {
     let words = |s: &str| {
         s.split_ascii_whitespace()
             .map(str::to_owned)

@@ -14,12 +14,12 @@ use serde::Serialize;
 use crate::config::TenantAuth;
 
 /// The well-known path segment inserted between the host and the resource path (RFC 9728 §3).
-pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// The public URL of an endpoint: `{base}{endpoint_path}`, e.g.
 /// `https://rt.example.com/runtime/t1/c1/mcp`. This exact string is the PRM `resource` and, when
 /// a tenant configures no audiences, the audience JWTs must carry.
-pub fn resource_url(public_base: &str, endpoint_path: &str) -> String {
+pub(crate) fn resource_url(public_base: &str, endpoint_path: &str) -> String {
     let base = public_base.trim_end_matches('/');
     let mut out = String::with_capacity(base.len() + endpoint_path.len() + 1);
     out.push_str(base);
@@ -32,7 +32,7 @@ pub fn resource_url(public_base: &str, endpoint_path: &str) -> String {
 
 /// The path-inserted metadata URL of an endpoint:
 /// `{base}/.well-known/oauth-protected-resource{endpoint_path}`.
-pub fn metadata_url(public_base: &str, endpoint_path: &str) -> String {
+pub(crate) fn metadata_url(public_base: &str, endpoint_path: &str) -> String {
     let base = public_base.trim_end_matches('/');
     let mut out = String::with_capacity(base.len() + WELL_KNOWN.len() + endpoint_path.len() + 1);
     out.push_str(base);
@@ -61,7 +61,7 @@ struct Document<'a> {
 /// the JWT issuer (the server that mints the tokens this resource accepts); it is omitted when
 /// there is none (API-key-only tenants). `scopes_supported` is omitted when empty. Tokens are
 /// accepted in the `Authorization` header only.
-pub fn document(resource: &str, auth: &TenantAuth, resource_name: &str) -> Bytes {
+pub(crate) fn document(resource: &str, auth: &TenantAuth, resource_name: &str) -> Bytes {
     let issuer;
     let authorization_servers: &[String] = match (&auth.jwt, auth.authorization_servers.is_empty())
     {

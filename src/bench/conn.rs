@@ -21,14 +21,14 @@ use super::wire::{self, AnswerReader, ErrorKind, Framing, Session};
 
 /// One client connection.
 #[derive(Debug)]
-pub enum Sender {
+pub(super) enum Sender {
     H1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
     H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
 }
 
 impl Sender {
     /// Whether the connection is gone (a new one is needed).
-    pub fn is_closed(&self) -> bool {
+    pub(super) fn is_closed(&self) -> bool {
         match self {
             Sender::H1(sender) => sender.is_closed(),
             Sender::H2(sender) => sender.is_closed(),
@@ -45,7 +45,7 @@ impl Sender {
     }
 
     /// Sends `request` once the connection can take it.
-    pub async fn send(
+    pub(super) async fn send(
         &mut self,
         request: Request<Full<Bytes>>,
     ) -> Result<hyper::Response<Incoming>, ErrorKind> {
@@ -69,7 +69,7 @@ impl Sender {
 }
 
 /// Opens a connection to `target`; the connection task runs on the current runtime.
-pub async fn connect(target: &Target, protocol: Protocol) -> Result<Sender, ErrorKind> {
+pub(super) async fn connect(target: &Target, protocol: Protocol) -> Result<Sender, ErrorKind> {
     let stream = TcpStream::connect(&target.connect)
         .await
         .map_err(|_| ErrorKind::Connect)?;
@@ -98,7 +98,7 @@ pub async fn connect(target: &Target, protocol: Protocol) -> Result<Sender, Erro
 /// broke. HTTP/1.1: a client holds the lock for its whole exchange (clients queue). h2: a client
 /// holds it only to get a stream handle.
 #[derive(Debug)]
-pub struct Slot {
+pub(super) struct Slot {
     sender: tokio::sync::Mutex<Option<Sender>>,
 }
 
@@ -112,7 +112,7 @@ impl Default for Slot {
 
 /// What one exchange produced.
 #[derive(Debug)]
-pub struct Answer {
+pub(super) struct Answer {
     pub status: StatusCode,
     pub headers: http::HeaderMap,
     pub framing: Option<Framing>,
@@ -171,7 +171,7 @@ impl Slot {
     /// `settings.timeout`, reading the answer into `reader` for request `id`. The latency clock
     /// starts once the connection is this client's (after queueing for an HTTP/1.1
     /// connection). Returns the answer head and the latency.
-    pub async fn exchange(
+    pub(super) async fn exchange(
         &self,
         settings: &Settings,
         request: Request<Full<Bytes>>,
@@ -195,7 +195,7 @@ impl Slot {
     }
 
     /// Opens a handshake-era session on this slot's connection.
-    pub async fn open_session(
+    pub(super) async fn open_session(
         &self,
         settings: &Settings,
         reader: &mut AnswerReader,
@@ -213,7 +213,7 @@ impl Slot {
     }
 
     /// `DELETE`s a session on this slot's connection (best effort).
-    pub async fn close_session(
+    pub(super) async fn close_session(
         &self,
         settings: &Settings,
         session: &Session,
@@ -243,7 +243,7 @@ async fn timed(
 
 /// Sends `request` and reads the whole answer: a 200 with a JSON or SSE body goes through
 /// `reader`; any other body is read and dropped (so the connection stays usable).
-pub async fn exchange(
+pub(super) async fn exchange(
     sender: &mut Sender,
     request: Request<Full<Bytes>>,
     reader: &mut AnswerReader,
@@ -273,7 +273,7 @@ pub async fn exchange(
 
 /// The verdict on a request's answer: OK only for a 200 JSON or SSE body whose final message
 /// for the id carries `result`.
-pub fn verdict(answer: &Answer, reader: &mut AnswerReader) -> Result<(), ErrorKind> {
+pub(super) fn verdict(answer: &Answer, reader: &mut AnswerReader) -> Result<(), ErrorKind> {
     if answer.status != StatusCode::OK {
         return Err(ErrorKind::Http(answer.status.as_u16()));
     }
@@ -287,7 +287,7 @@ pub fn verdict(answer: &Answer, reader: &mut AnswerReader) -> Result<(), ErrorKi
 
 /// `initialize` then `notifications/initialized` on `sender`; the session as the server set it
 /// up (its id when it issued one, the negotiated version).
-pub async fn open_session(
+pub(super) async fn open_session(
     sender: &mut Sender,
     settings: &Settings,
     reader: &mut AnswerReader,
@@ -327,7 +327,7 @@ fn negotiated_version(message: &[u8]) -> Option<HeaderValue> {
 }
 
 /// The run's headers plus the session's.
-pub fn session_headers(settings: &Settings, session: &Session) -> http::HeaderMap {
+pub(super) fn session_headers(settings: &Settings, session: &Session) -> http::HeaderMap {
     let mut headers = wire::base_headers(settings);
     if let Some(id) = &session.id {
         headers.insert(wire::SESSION_ID, id.clone());
@@ -337,7 +337,7 @@ pub fn session_headers(settings: &Settings, session: &Session) -> http::HeaderMa
 }
 
 /// `DELETE` of the session (best effort: the outcome is only reported).
-pub async fn close_session(
+pub(super) async fn close_session(
     sender: &mut Sender,
     settings: &Settings,
     session: &Session,
@@ -361,7 +361,7 @@ pub async fn close_session(
 
 /// Opens the session's GET stream on its own connection; returns the connection and the body to
 /// drain (both must be kept while the stream is held).
-pub async fn open_stream(
+pub(super) async fn open_stream(
     settings: &Settings,
     session: &Session,
 ) -> Result<(Sender, Incoming), ErrorKind> {

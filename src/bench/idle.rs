@@ -56,7 +56,7 @@ fn request_settings(idle: &IdleSettings) -> Settings {
 
 /// Raises the soft limit of open files to the hard limit (10,000 streams need 10,000 sockets);
 /// returns the limit now in force.
-pub fn raise_open_files_limit() -> Option<u64> {
+pub(crate) fn raise_open_files_limit() -> Option<u64> {
     rlimit::increase_nofile_limit(u64::MAX).ok()
 }
 

@@ -23,10 +23,10 @@ const LATENCY_BATCH: usize = 512;
 const SIGNIFICANT_FIGURES: u8 = 3;
 
 /// The shared latency histogram (nanoseconds).
-pub type SharedHistogram = Arc<Mutex<Histogram<u64>>>;
+pub(crate) type SharedHistogram = Arc<Mutex<Histogram<u64>>>;
 
 /// A histogram (ns) able to hold latencies up to `timeout` (larger ones are clamped).
-pub fn histogram(timeout: Duration) -> Histogram<u64> {
+pub(crate) fn histogram(timeout: Duration) -> Histogram<u64> {
     let high = u64::try_from(timeout.as_nanos())
         .unwrap_or(u64::MAX / 2)
         .max(1_000_000);
@@ -37,7 +37,7 @@ pub fn histogram(timeout: Duration) -> Histogram<u64> {
 
 /// Counters the progress line reads while the run goes (all clients add to them).
 #[derive(Debug, Default)]
-pub struct Live {
+pub(crate) struct Live {
     /// Counted requests finished.
     pub requests: AtomicU64,
     /// Counted requests that failed.
@@ -46,7 +46,7 @@ pub struct Live {
 
 /// One client's counts.
 #[derive(Debug)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     pub requests: u64,
     pub ok: u64,
     pub errors: BTreeMap<ErrorKind, u64>,
@@ -60,7 +60,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(histogram: SharedHistogram, live: Arc<Live>) -> Self {
+    pub(crate) fn new(histogram: SharedHistogram, live: Arc<Live>) -> Self {
         Self {
             requests: 0,
             ok: 0,
@@ -77,7 +77,7 @@ impl Recorder {
 
     /// Counts one request: its outcome, latency (recorded for OK answers only), body bytes,
     /// SSE events and framing.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         outcome: Result<(), ErrorKind>,
         latency: Duration,
@@ -111,7 +111,7 @@ impl Recorder {
     }
 
     /// Adds the kept latencies to the shared histogram.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if self.latencies.is_empty() {
             return;
         }
@@ -138,7 +138,7 @@ pub struct Totals {
 
 impl Totals {
     /// Merges the clients' recorders.
-    pub fn merge(recorders: impl IntoIterator<Item = Recorder>) -> Self {
+    pub(crate) fn merge(recorders: impl IntoIterator<Item = Recorder>) -> Self {
         let mut totals = Totals {
             requests: 0,
             ok: 0,
@@ -177,7 +177,7 @@ pub struct Latency {
 
 impl Latency {
     /// From a histogram of nanoseconds; all zero when it is empty.
-    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+    pub(crate) fn from_histogram(h: &Histogram<u64>) -> Self {
         if h.is_empty() {
             return Latency {
                 p50: 0.0,
@@ -344,7 +344,7 @@ impl Report {
 /// Writes one progress line per second to stderr: `\r`-rewritten on a terminal, plain lines
 /// otherwise.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     tty: bool,
     last_requests: u64,
 }
@@ -360,7 +360,13 @@ impl Default for Progress {
 
 impl Progress {
     /// One tick: `elapsed` since the run started, whether still warming up.
-    pub fn tick(&mut self, live: &Live, elapsed: Duration, warming_up: bool, interval: Duration) {
+    pub(crate) fn tick(
+        &mut self,
+        live: &Live,
+        elapsed: Duration,
+        warming_up: bool,
+        interval: Duration,
+    ) {
         let requests = live.requests.load(Ordering::Relaxed);
         let errors = live.errors.load(Ordering::Relaxed);
         let rate =
@@ -387,7 +393,7 @@ impl Progress {
     }
 
     /// Ends a `\r`-rewritten line.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if self.tty {
             let _ = writeln!(std::io::stderr());
         }

@@ -13,17 +13,17 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 
 /// Default virtual clients.
-pub const DEFAULT_CLIENTS: usize = 16;
+pub(crate) const DEFAULT_CLIENTS: usize = 16;
 /// Default keep-alive connections of `bench idle` for opening sessions.
-pub const DEFAULT_IDLE_CONNECTIONS: usize = 64;
+pub(crate) const DEFAULT_IDLE_CONNECTIONS: usize = 64;
 /// Default warm-up of a timed run (a run with `--requests` has none unless asked).
-pub const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_WARMUP: Duration = Duration::from_secs(1);
 /// Default window of a timed run when neither `--duration` nor `--requests` is given.
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// Default per-request timeout: a request still unanswered after it counts as `timeout`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default hold of `bench idle`.
-pub const DEFAULT_HOLD: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_HOLD: Duration = Duration::from_secs(60);
 
 /// Why the flags do not make a run.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -432,7 +432,7 @@ fn nonzero(duration: Duration, flag: &'static str) -> Result<Duration, SettingsE
 }
 
 /// Parses `10s`, `1.5s`, `500ms`, `2m`, `1h`, `250us`; a bare number is seconds.
-pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, SettingsError> {
+pub(crate) fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, SettingsError> {
     let err = || SettingsError::Duration {
         flag,
         value: text.to_owned(),
@@ -455,7 +455,9 @@ pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, Settin
 }
 
 /// Parses `Name: value` lines into header pairs.
-pub fn parse_headers(lines: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, SettingsError> {
+pub(crate) fn parse_headers(
+    lines: &[String],
+) -> Result<Vec<(HeaderName, HeaderValue)>, SettingsError> {
     lines
         .iter()
         .map(|line| {

@@ -14,17 +14,17 @@ use super::settings::{Era, Method, Protocol, Settings};
 use crate::sse::decode::Decoder;
 
 /// The handshake-era protocol version requested in `initialize`.
-pub const HANDSHAKE_VERSION: &str = "2025-11-25";
+pub(crate) const HANDSHAKE_VERSION: &str = "2025-11-25";
 /// The stateless-era protocol version.
-pub const STATELESS_VERSION: &str = "2026-07-28";
+pub(crate) const STATELESS_VERSION: &str = "2026-07-28";
 /// `Mcp-Session-Id`.
-pub const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// `MCP-Protocol-Version`.
-pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// `Mcp-Method` (stateless era).
-pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 /// `Mcp-Name` (stateless era, `tools/call`).
-pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// The stateless-era `_meta` envelope every 2026-07-28 request carries.
 const STATELESS_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"sluice-bench","version":"1"}}"#;
 /// The `initialize` params: no client capabilities (a request opts into extensions with
@@ -69,7 +69,7 @@ impl std::fmt::Display for ErrorKind {
 /// One virtual client's request: body prefix and suffix around the id, and headers, all built
 /// once; [`RequestTemplate::build`] writes the id into a reused buffer.
 #[derive(Debug, Clone)]
-pub struct RequestTemplate {
+pub(crate) struct RequestTemplate {
     uri: Uri,
     headers: HeaderMap,
     prefix: Bytes,
@@ -79,7 +79,7 @@ pub struct RequestTemplate {
 impl RequestTemplate {
     /// The run's request; `session` is the handshake-era session id (when the server gave one)
     /// and the negotiated protocol version.
-    pub fn new(settings: &Settings, session: Option<&Session>) -> Self {
+    pub(crate) fn new(settings: &Settings, session: Option<&Session>) -> Self {
         let method = settings.method;
         let mut params = String::new();
         if method == Method::ToolsCall {
@@ -145,7 +145,7 @@ impl RequestTemplate {
 
     /// The request with JSON-RPC id `id`; the body is written into `buf` (reused: its space comes
     /// back once the previous request's body is dropped).
-    pub fn build(&self, id: u64, buf: &mut BytesMut) -> Request<Full<Bytes>> {
+    pub(crate) fn build(&self, id: u64, buf: &mut BytesMut) -> Request<Full<Bytes>> {
         buf.clear();
         buf.reserve(self.prefix.len() + 20 + self.suffix.len());
         buf.put_slice(&self.prefix);
@@ -161,7 +161,7 @@ impl RequestTemplate {
 
 /// A handshake-era session as the server set it up.
 #[derive(Debug, Clone)]
-pub struct Session {
+pub(crate) struct Session {
     /// `Mcp-Session-Id`, when the server issued one (a server may run without sessions).
     pub id: Option<HeaderValue>,
     /// The negotiated protocol version, sent as `MCP-Protocol-Version`.
@@ -169,7 +169,7 @@ pub struct Session {
 }
 
 /// Headers every request of a run carries: `Host` (HTTP/1.1), content type, `Accept`, extras.
-pub fn base_headers(settings: &Settings) -> HeaderMap {
+pub(crate) fn base_headers(settings: &Settings) -> HeaderMap {
     let mut headers = HeaderMap::new();
     if settings.protocol == Protocol::Http1 {
         if let Ok(host) = HeaderValue::from_str(&settings.target.authority) {
@@ -185,7 +185,7 @@ pub fn base_headers(settings: &Settings) -> HeaderMap {
 }
 
 /// Origin form for HTTP/1.1, absolute form for h2.
-pub fn request_uri(settings: &Settings) -> Uri {
+pub(crate) fn request_uri(settings: &Settings) -> Uri {
     match settings.protocol {
         Protocol::Http1 => settings.target.path.clone(),
         Protocol::H2 => settings.target.absolute.clone(),
@@ -193,14 +193,15 @@ pub fn request_uri(settings: &Settings) -> Uri {
 }
 
 /// The `initialize` request body (id 0).
-pub fn initialize_body() -> Bytes {
+pub(crate) fn initialize_body() -> Bytes {
     Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{INITIALIZE_PARAMS}}}"#
     ))
 }
 
 /// The `notifications/initialized` body.
-pub const INITIALIZED_BODY: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+pub(crate) const INITIALIZED_BODY: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// Decimal digits of `n` appended to `buf`.
 fn put_u64(buf: &mut BytesMut, mut n: u64) {
@@ -219,13 +220,13 @@ fn put_u64(buf: &mut BytesMut, mut n: u64) {
 
 /// Decimal digits of `n` in a stack buffer: what the answer's id must be.
 #[derive(Debug, Clone, Copy)]
-pub struct IdText {
+pub(crate) struct IdText {
     digits: [u8; 20],
     start: usize,
 }
 
 impl IdText {
-    pub fn new(mut n: u64) -> Self {
+    pub(crate) fn new(mut n: u64) -> Self {
         let mut digits = [0u8; 20];
         let mut start = digits.len();
         loop {
@@ -239,7 +240,7 @@ impl IdText {
         Self { digits, start }
     }
 
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.digits[self.start..]
     }
 }
@@ -248,7 +249,7 @@ impl IdText {
 
 /// What the top level of one JSON-RPC message holds (raw bytes, not unescaped).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Scan<'a> {
+pub(crate) struct Scan<'a> {
     /// The raw `id` value.
     pub id: Option<&'a [u8]>,
     /// The raw `result` value.
@@ -257,13 +258,6 @@ pub struct Scan<'a> {
     pub error: Option<&'a [u8]>,
     /// A `method` member is present (a request or notification, not an answer).
     pub method: bool,
-}
-
-/// Scans the top-level members of a JSON object; `None` when it is not a well-formed object
-/// (as far as skipping values needs: strings, nesting and scalars' extent are checked, scalars'
-/// content is not).
-pub fn scan(text: &[u8]) -> Option<Scan<'_>> {
-    scan_with(text, true)
 }
 
 /// [`scan`]; without `need_result`, stops at a `result` member that follows the `id` (its
@@ -315,7 +309,7 @@ fn scan_with(text: &[u8], need_result: bool) -> Option<Scan<'_>> {
 }
 
 /// The `code` of a raw JSON-RPC error object.
-pub fn error_code(error: &[u8]) -> Option<i64> {
+pub(crate) fn error_code(error: &[u8]) -> Option<i64> {
     std::str::from_utf8(member(error, b"code")?)
         .ok()?
         .parse()
@@ -323,7 +317,7 @@ pub fn error_code(error: &[u8]) -> Option<i64> {
 }
 
 /// The raw value of the top-level member `name` of a raw JSON object (keys compared raw).
-pub fn member<'a>(object: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+pub(crate) fn member<'a>(object: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
     let mut at = skip_ws(object, 0);
     if object.get(at) != Some(&b'{') {
         return None;
@@ -406,7 +400,7 @@ fn skip_value(text: &[u8], at: usize) -> Option<usize> {
 
 /// What one message says about the request with id `id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Not the request's answer (a notification, a server request, another id).
     Other,
     /// The request's answer carries `result`.
@@ -417,7 +411,7 @@ pub enum Verdict {
 
 /// Judges one JSON-RPC message against the request's id; with `tool_call`, a result with
 /// `"isError": true` is an error of kind [`ErrorKind::Tool`].
-pub fn judge(message: &[u8], id: &[u8], tool_call: bool) -> Verdict {
+pub(crate) fn judge(message: &[u8], id: &[u8], tool_call: bool) -> Verdict {
     let Some(scan) = scan_with(message, tool_call) else {
         return Verdict::Err(ErrorKind::Protocol);
     };
@@ -444,14 +438,14 @@ pub fn judge(message: &[u8], id: &[u8], tool_call: bool) -> Verdict {
 
 /// How the answer body is framed, from its `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     Json,
     Sse,
 }
 
 impl Framing {
     /// `None` for a media type that is neither.
-    pub fn from_content_type(value: Option<&HeaderValue>) -> Option<Self> {
+    pub(crate) fn from_content_type(value: Option<&HeaderValue>) -> Option<Self> {
         let value = value?.as_bytes();
         let essence = value
             .split(|&b| b == b';')
@@ -471,7 +465,7 @@ impl Framing {
 /// Reads one answer body chunk by chunk: counts bytes and SSE events and finds the verdict.
 /// Reused from request to request (its buffer keeps its capacity).
 #[derive(Debug)]
-pub struct AnswerReader {
+pub(crate) struct AnswerReader {
     buf: BytesMut,
     decoder: Decoder,
     framing: Framing,
@@ -510,13 +504,13 @@ impl Default for AnswerReader {
 impl AnswerReader {
     /// Sets whether answers are `tools/call` results (checked for `"isError": true`) and
     /// whether the final message is kept for [`AnswerReader::final_message`].
-    pub fn set_mode(&mut self, tool_call: bool, keep_final: bool) {
+    pub(crate) fn set_mode(&mut self, tool_call: bool, keep_final: bool) {
         self.tool_call = tool_call;
         self.keep_final = keep_final;
     }
 
     /// Starts reading the answer to request `id`.
-    pub fn start(&mut self, framing: Framing, id: u64) {
+    pub(crate) fn start(&mut self, framing: Framing, id: u64) {
         self.buf.clear();
         if framing == Framing::Sse {
             self.decoder = Decoder::new();
@@ -530,7 +524,7 @@ impl AnswerReader {
     }
 
     /// Feeds one body chunk.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         self.bytes += chunk.len() as u64;
         self.buf.extend_from_slice(chunk);
         if self.framing == Framing::Sse {
@@ -565,7 +559,7 @@ impl AnswerReader {
     }
 
     /// The body ended: the verdict on the whole answer.
-    pub fn finish(&mut self) -> Result<(), ErrorKind> {
+    pub(crate) fn finish(&mut self) -> Result<(), ErrorKind> {
         let verdict = match self.framing {
             Framing::Json => judge(&self.buf, self.id.as_bytes(), self.tool_call),
             Framing::Sse => self.verdict,
@@ -579,7 +573,7 @@ impl AnswerReader {
 
     /// The answer's final message (after [`AnswerReader::finish`]; SSE answers only when kept,
     /// see [`AnswerReader::set_mode`]), for set-up steps that read a field of it.
-    pub fn final_message(&self) -> Option<&[u8]> {
+    pub(crate) fn final_message(&self) -> Option<&[u8]> {
         match self.framing {
             Framing::Json => Some(&self.buf),
             Framing::Sse => self.last.as_deref(),

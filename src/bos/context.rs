@@ -18,7 +18,7 @@ use super::handle::HandleKey;
 use crate::json_text::put_str;
 
 /// Longest context id accepted.
-pub const MAX_CONTEXT_ID_LEN: usize = 64;
+pub(crate) const MAX_CONTEXT_ID_LEN: usize = 64;
 
 // === BosContextConfig ===
 
@@ -47,7 +47,7 @@ pub struct BosContextConfig {
 
 /// A `bos_context` table that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ContextError {
+pub(crate) enum ContextError {
     /// The id is empty, too long, or has characters outside `[A-Za-z0-9._-]`.
     #[error("tenant {tenant}: bos_context id {id:?} must match [A-Za-z0-9._-]{{1,64}}")]
     InvalidId {
@@ -98,7 +98,7 @@ pub enum ContextError {
 
 /// A validated context of one tenant.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BosContext {
+pub(crate) struct BosContext {
     /// The tenant (shown as `organization_name`).
     pub tenant: Arc<str>,
     /// The context id, unique within the tenant.
@@ -121,7 +121,7 @@ pub struct BosContext {
 
 impl BosContext {
     /// The resolved context of `config` in `tenant` (no validation; see [`BosContexts::build`]).
-    pub fn from_config(tenant: Arc<str>, config: &BosContextConfig) -> Self {
+    pub(crate) fn from_config(tenant: Arc<str>, config: &BosContextConfig) -> Self {
         Self {
             organization_name: Arc::clone(&tenant),
             tenant,
@@ -136,21 +136,21 @@ impl BosContext {
     }
 
     /// A handle for this context, valid only for its caller.
-    pub fn issue_handle(&self, key: &HandleKey) -> String {
+    pub(crate) fn issue_handle(&self, key: &HandleKey) -> String {
         key.issue(&self.tenant, &self.id, &self.caller)
     }
 
     /// The public JSON of the context as `handle` selects it:
     /// `{"context_handle":"…","organization_name":"…","application_name":"…",
     /// "installation_name":"…","role_label":"…","is_default":true}`.
-    pub fn public_json(&self, handle: &str) -> Bytes {
+    pub(crate) fn public_json(&self, handle: &str) -> Bytes {
         let mut out = BytesMut::with_capacity(self.public_json_len_hint(handle));
         self.put_public_json(&mut out, handle);
         out.freeze()
     }
 
     /// Appends [`public_json`](Self::public_json) to `out`.
-    pub fn put_public_json(&self, out: &mut BytesMut, handle: &str) {
+    pub(crate) fn put_public_json(&self, out: &mut BytesMut, handle: &str) {
         out.put_slice(b"{\"context_handle\":");
         put_str(out, handle);
         out.put_slice(b",\"organization_name\":");
@@ -182,7 +182,7 @@ impl BosContext {
 
 /// The validated contexts of one tenant, in configuration order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BosContexts {
+pub(crate) struct BosContexts {
     tenant: Arc<str>,
     contexts: Vec<BosContext>,
 }
@@ -190,7 +190,7 @@ pub struct BosContexts {
 impl BosContexts {
     /// Validates the `bos_context` tables of `tenant`: ids well-formed and unique, text fields
     /// non-empty, clients known to `client_exists`, at most one default per caller.
-    pub fn build(
+    pub(crate) fn build(
         tenant: &str,
         configs: &[BosContextConfig],
         client_exists: impl Fn(&str) -> bool,
@@ -252,30 +252,35 @@ impl BosContexts {
     }
 
     /// The tenant these contexts belong to.
-    pub fn tenant(&self) -> &str {
+    pub(crate) fn tenant(&self) -> &str {
         &self.tenant
     }
 
     /// Every context, in configuration order.
-    pub fn all(&self) -> &[BosContext] {
+    #[cfg(test)]
+    pub(crate) fn all(&self) -> &[BosContext] {
         &self.contexts
     }
 
     /// The contexts of `caller`, in configuration order.
-    pub fn for_caller<'s>(&'s self, caller: &'s str) -> impl Iterator<Item = &'s BosContext> + 's {
+    pub(crate) fn for_caller<'s>(
+        &'s self,
+        caller: &'s str,
+    ) -> impl Iterator<Item = &'s BosContext> + 's {
         self.contexts.iter().filter(move |c| c.caller == caller)
     }
 
     /// The context `id` if it belongs to `caller`; `None` otherwise (whether it does not exist
     /// or belongs to someone else).
-    pub fn get(&self, id: &str, caller: &str) -> Option<&BosContext> {
+    pub(crate) fn get(&self, id: &str, caller: &str) -> Option<&BosContext> {
         self.contexts
             .iter()
             .find(|c| c.id == id && c.caller == caller)
     }
 
     /// The default context of `caller`, if it has one.
-    pub fn default_for(&self, caller: &str) -> Option<&BosContext> {
+    #[cfg(test)]
+    pub(crate) fn default_for(&self, caller: &str) -> Option<&BosContext> {
         self.contexts
             .iter()
             .find(|c| c.is_default && c.caller == caller)
@@ -283,7 +288,7 @@ impl BosContexts {
 }
 
 /// `[A-Za-z0-9._-]{1,64}`.
-pub fn is_valid_context_id(id: &str) -> bool {
+pub(crate) fn is_valid_context_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= MAX_CONTEXT_ID_LEN
         && id

@@ -21,10 +21,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::json_text::{put_json_text_as_str, put_str};
 
 /// `structuredContent.contract_version`.
-pub const CONTRACT_VERSION: &str = "bos-identity-mcp/v2";
+pub(crate) const CONTRACT_VERSION: &str = "bos-identity-mcp/v2";
 
 /// The `_meta` key that repeats the public context.
-pub const META_CONTEXT_KEY: &str = "bos/context";
+pub(crate) const META_CONTEXT_KEY: &str = "bos/context";
 
 /// Members the dispatcher adds to the result, as JSON text.
 ///
@@ -33,7 +33,7 @@ pub const META_CONTEXT_KEY: &str = "bos/context";
 /// `_meta` (e.g. `,"io.modelcontextprotocol/serverInfo":{…}`), so the result never has two
 /// `_meta` members.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Extras<'a> {
+pub(crate) struct Extras<'a> {
     /// Members after `isError`, before `_meta`.
     pub top_level: &'a [u8],
     /// Members inside `_meta`, after `bos/context`.
@@ -42,7 +42,7 @@ pub struct Extras<'a> {
 
 /// The `bos_execute` CallToolResult for `operation_result` (JSON text) run in the context whose
 /// public JSON is `context_json`.
-pub fn execute_result(
+pub(crate) fn execute_result(
     context_json: &[u8],
     operation_result: &[u8],
     is_error: bool,

@@ -21,10 +21,10 @@ use subtle::ConstantTimeEq;
 type HmacSha256 = Hmac<Sha256>;
 
 /// Every handle starts with this.
-pub const HANDLE_PREFIX: &str = "bch_";
+pub(crate) const HANDLE_PREFIX: &str = "bch_";
 
 /// Longest handle accepted; longer input is refused without being decoded.
-pub const MAX_HANDLE_LEN: usize = 512;
+pub(crate) const MAX_HANDLE_LEN: usize = 512;
 
 /// The payload format this code issues and accepts.
 const VERSION: u8 = 1;
@@ -39,7 +39,7 @@ const MAC_B64_LEN: usize = 43;
 /// client sees never says whether a context exists (for it or anyone else); the variants only
 /// help logs and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum HandleError {
+pub(crate) enum HandleError {
     /// Not shaped like a handle: prefix, length, base64, version or payload layout.
     #[error("unknown context")]
     Malformed,
@@ -50,7 +50,7 @@ pub enum HandleError {
 
 /// The secret handles are signed with, ready to issue and verify.
 #[derive(Clone)]
-pub struct HandleKey {
+pub(crate) struct HandleKey {
     mac: HmacSha256,
 }
 
@@ -63,7 +63,7 @@ impl std::fmt::Debug for HandleKey {
 impl HandleKey {
     /// Keys HMAC-SHA256 with `secret` (use at least 32 random bytes; every instance that must
     /// accept the handles needs the same secret).
-    pub fn new(secret: &[u8]) -> Self {
+    pub(crate) fn new(secret: &[u8]) -> Self {
         // HMAC accepts keys of any length (RFC 2104 §2), so this never fails; the fallback keeps
         // that promise without a panic path.
         let mac = HmacSha256::new_from_slice(secret)
@@ -76,7 +76,7 @@ impl HandleKey {
     /// With ids within their configured bounds (64 bytes each for tenant and context ids) the
     /// handle is at most 231 characters, well under [`MAX_HANDLE_LEN`]; the caller id does not
     /// count, as it is not written into the handle.
-    pub fn issue(&self, tenant: &str, context_id: &str, caller: &str) -> String {
+    pub(crate) fn issue(&self, tenant: &str, context_id: &str, caller: &str) -> String {
         let payload = encode_payload(tenant, context_id);
         let tag = self.tag(&payload, caller);
         let mut handle = String::with_capacity(
@@ -93,7 +93,11 @@ impl HandleKey {
     ///
     /// The caller must still check that the context exists and still belongs to `caller`
     /// ([`super::resolve`] does both).
-    pub fn verify(&self, handle: &str, caller: &str) -> Result<(String, String), HandleError> {
+    pub(crate) fn verify(
+        &self,
+        handle: &str,
+        caller: &str,
+    ) -> Result<(String, String), HandleError> {
         if handle.len() > MAX_HANDLE_LEN {
             return Err(HandleError::Malformed);
         }

@@ -19,18 +19,22 @@
 //!
 //! Must not resolve handles or call tools.
 
-use bytes::{BufMut, Bytes, BytesMut};
+#[cfg(test)]
+use bytes::Bytes;
+use bytes::{BufMut, BytesMut};
 
 use super::context::BosContext;
 use super::handle::MAX_HANDLE_LEN;
-use crate::json_text::{put_json_text_as_str, put_str};
+use crate::json_text::put_json_text_as_str;
+#[cfg(test)]
+use crate::json_text::put_str;
 use crate::jsonrpc::echo;
 
 // === Tool definitions ===
 
 /// A platform tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BosTool {
+pub(crate) enum BosTool {
     /// `bos_list_contexts`.
     ListContexts,
     /// `bos_list_tools`.
@@ -41,15 +45,16 @@ pub enum BosTool {
 
 impl BosTool {
     /// Every platform tool, in `tools/list` (name) order.
-    pub const ALL: [BosTool; 3] = [BosTool::Execute, BosTool::ListContexts, BosTool::ListTools];
+    pub(crate) const ALL: [BosTool; 3] =
+        [BosTool::Execute, BosTool::ListContexts, BosTool::ListTools];
 
     /// The tool of `name`, if it is a platform tool.
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|tool| tool.name() == name)
     }
 
     /// The tool's name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             BosTool::ListContexts => "bos_list_contexts",
             BosTool::ListTools => "bos_list_tools",
@@ -59,7 +64,7 @@ impl BosTool {
 
     /// The tool's `tools/list` entry: `{"name","title","description","inputSchema",
     /// "annotations"}` as JSON. Input schemas are JSON Schema 2020-12 (MCP's default dialect).
-    pub fn definition(self) -> &'static str {
+    pub(crate) fn definition(self) -> &'static str {
         match self {
             BosTool::ListContexts => LIST_CONTEXTS_ENTRY,
             BosTool::ListTools => LIST_TOOLS_ENTRY,
@@ -69,7 +74,7 @@ impl BosTool {
 }
 
 /// Every platform tool's `tools/list` entry, in name order.
-pub fn definitions() -> [&'static str; 3] {
+pub(crate) fn definitions() -> [&'static str; 3] {
     BosTool::ALL.map(BosTool::definition)
 }
 
@@ -113,7 +118,7 @@ const _: () = assert!(MAX_HANDLE_LEN == 512);
 
 /// A JSON value the arguments can be read from: `&serde_json::Value`, or a simd-json tape
 /// value borrowed from the request body. Strings borrow from the input (`'a`).
-pub trait ArgValue<'a>: Copy {
+pub(crate) trait ArgValue<'a>: Copy {
     /// The member `key` of an object (`None` when absent or when `self` is not an object).
     fn member(self, key: &str) -> Option<Self>;
     /// `true` for JSON `null`.
@@ -175,7 +180,7 @@ impl<'t, 'a: 't> ArgValue<'a> for simd_json::tape::Value<'t, 'a> {
 
 /// Arguments that do not fit a platform tool's input schema.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ArgsError {
+pub(crate) enum ArgsError {
     /// The tool name is not a platform tool.
     #[error("Unknown tool: {0}")]
     UnknownTool(String),
@@ -211,14 +216,15 @@ pub enum ArgsError {
 
 impl ArgsError {
     /// The JSON-RPC code: invalid params.
-    pub fn code(&self) -> crate::jsonrpc::ErrorCode {
+    #[cfg(test)]
+    pub(crate) fn code(&self) -> crate::jsonrpc::ErrorCode {
         crate::jsonrpc::ErrorCode::INVALID_PARAMS
     }
 }
 
 /// A parsed platform tool call. Strings and the inner arguments borrow from the input.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BosCall<'a, V> {
+pub(crate) enum BosCall<'a, V> {
     /// `bos_list_contexts {}`.
     ListContexts,
     /// `bos_list_tools {context_handle}`.
@@ -239,7 +245,8 @@ pub enum BosCall<'a, V> {
 
 impl<V> BosCall<'_, V> {
     /// Which tool was called.
-    pub fn tool(&self) -> BosTool {
+    #[cfg(test)]
+    pub(crate) fn tool(&self) -> BosTool {
         match self {
             BosCall::ListContexts => BosTool::ListContexts,
             BosCall::ListTools { .. } => BosTool::ListTools,
@@ -248,7 +255,8 @@ impl<V> BosCall<'_, V> {
     }
 
     /// The context handle, for the tools that take one.
-    pub fn context_handle(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn context_handle(&self) -> Option<&str> {
         match self {
             BosCall::ListContexts => None,
             BosCall::ListTools { context_handle } | BosCall::Execute { context_handle, .. } => {
@@ -264,7 +272,7 @@ const ARGUMENTS: &str = "arguments";
 
 /// Parses the `arguments` of a `tools/call` for the platform tool `name`. `None` (absent or
 /// `null` arguments) reads as `{}`.
-pub fn parse_call<'a, V: ArgValue<'a>>(
+pub(crate) fn parse_call<'a, V: ArgValue<'a>>(
     name: &str,
     arguments: Option<V>,
 ) -> Result<BosCall<'a, V>, ArgsError> {
@@ -335,7 +343,7 @@ pub fn parse_call<'a, V: ArgValue<'a>>(
 /// Writes the `bos_list_contexts` result, leaving the object open:
 /// `{"content":[{"type":"text","text":"<JSON>"}],"structuredContent":{"contexts":[…]},
 /// "isError":false`. Each context's public JSON carries its handle.
-pub fn write_list_contexts<'c, H: AsRef<str>>(
+pub(crate) fn write_list_contexts<'c, H: AsRef<str>>(
     out: &mut BytesMut,
     contexts: impl IntoIterator<Item = (&'c BosContext, H)>,
 ) {
@@ -352,7 +360,8 @@ pub fn write_list_contexts<'c, H: AsRef<str>>(
 }
 
 /// The whole `bos_list_contexts` result ([`write_list_contexts`], closed).
-pub fn list_contexts_result<'c, H: AsRef<str>>(
+#[cfg(test)]
+pub(crate) fn list_contexts_result<'c, H: AsRef<str>>(
     contexts: impl IntoIterator<Item = (&'c BosContext, H)>,
 ) -> Bytes {
     let mut out = BytesMut::new();
@@ -365,7 +374,7 @@ pub fn list_contexts_result<'c, H: AsRef<str>>(
 /// `{"content":[…],"structuredContent":{"context":<context_json>,"tools":[<entry>,…]},
 /// "isError":false`. `entries` are complete tool JSON objects (e.g. the catalog's
 /// pre-serialized `tools/list` entries), copied as they are.
-pub fn write_list_tools_entries<'e>(
+pub(crate) fn write_list_tools_entries<'e>(
     out: &mut BytesMut,
     context_json: &[u8],
     entries: impl IntoIterator<Item = &'e [u8]>,
@@ -386,7 +395,8 @@ pub fn write_list_tools_entries<'e>(
 
 /// The whole `bos_list_tools` result from `(name, description, input_schema_json)` triples:
 /// each tool is written as `{"name":…,"description":…,"inputSchema":<schema>}`.
-pub fn list_tools_result<'t>(
+#[cfg(test)]
+pub(crate) fn list_tools_result<'t>(
     context_json: &[u8],
     tools: impl IntoIterator<Item = (&'t str, &'t str, &'t [u8])>,
 ) -> Bytes {

@@ -15,13 +15,13 @@ use crate::config::{
 };
 
 /// Validates `config` and compiles every tool's plan; on failure, reports every problem.
-pub fn validate(config: &Config) -> Result<Validated<Arc<ToolPlan>>, Report> {
+pub(crate) fn validate(config: &Config) -> Result<Validated<Arc<ToolPlan>>, Report> {
     crate::config::validate(config, &PlanCompiler)
 }
 
 /// The catalog's [`ToolCompiler`]: schema-tree conflicts and [`ToolPlan::compile`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PlanCompiler;
+pub(crate) struct PlanCompiler;
 
 impl ToolCompiler for PlanCompiler {
     type Plan = Arc<ToolPlan>;

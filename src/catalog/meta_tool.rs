@@ -12,13 +12,13 @@ use serde_json::Value;
 use super::schema::{self, DISCOVER_TOOL_NAME};
 
 /// The meta-tool's description.
-pub const DESCRIPTION: &str = "Returns the authoritative full input schema of a tool \
+pub(crate) const DESCRIPTION: &str = "Returns the authoritative full input schema of a tool \
      (and its output schema when it has one), with a schema version and a SHA-256 schema hash. \
      Call it before the first use of a tool whose listed input schema has a _schema_discovery \
      placeholder or shows structure only.";
 
 /// The meta-tool's input schema: `{"tool_id": string}`, required.
-pub fn input_schema() -> Value {
+pub(crate) fn input_schema() -> Value {
     serde_json::json!({
         "type": "object",
         "properties": {
@@ -33,7 +33,7 @@ pub fn input_schema() -> Value {
 }
 
 /// The meta-tool's `tools/list` entry (computed once per process).
-pub fn entry() -> Bytes {
+pub(crate) fn entry() -> Bytes {
     static ENTRY: OnceLock<Bytes> = OnceLock::new();
     ENTRY
         .get_or_init(|| {

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Method};
 
-pub use translate::{FromChild, FromNode, Leaf, Step, Steps, ToChild, ToNode, Translation};
-pub use url::{UrlPart, UrlTemplate, MAX_URL_TEMPLATE_BYTES};
+pub(crate) use translate::{FromChild, FromNode, Step, ToChild, ToNode, Translation};
+pub(crate) use url::{UrlPart, UrlTemplate};
 
 use crate::config::{Downstream, FederatedDownstream, Location, RestDownstream, Tool};
 use translate::Direction;
@@ -102,7 +102,7 @@ impl ToolPlan {
 
 /// Base URL of a federated tool's plan: the plan validates and translates the arguments into a
 /// query string, which the federation layer then sends to every source's own URL.
-pub const FEDERATED_PLAN_BASE: &str = "http://federated.invalid/";
+pub(crate) const FEDERATED_PLAN_BASE: &str = "http://federated.invalid/";
 
 /// A federated tool's arguments travel as query parameters to every source: its plan is a GET
 /// on [`FEDERATED_PLAN_BASE`] whose input fields default to the query (a `path` location has no

@@ -6,7 +6,7 @@
 use crate::config::PromptMode;
 
 /// Separator between prompt parts: one blank line.
-pub const PART_SEPARATOR: &str = "\n\n";
+pub(crate) const PART_SEPARATOR: &str = "\n\n";
 
 /// Composes the effective prompt of a toolset for a client application.
 ///
@@ -16,7 +16,7 @@ pub const PART_SEPARATOR: &str = "\n\n";
 /// chain; Override replaces the whole chain with it. Each part is trimmed; blank or absent parts
 /// are skipped; the result is `None` when nothing is left. An Override without a (non-blank)
 /// custom prompt overrides nothing: the default chain stays.
-pub fn effective_prompt(
+pub(crate) fn effective_prompt(
     toolset_default: Option<&str>,
     client_prompt: Option<&str>,
     include_client_prompt: bool,

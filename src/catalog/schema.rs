@@ -33,7 +33,7 @@ pub use crate::config::{DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME};
 
 /// How much human-readable metadata a generated schema keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Detail {
+pub(crate) enum Detail {
     /// Descriptions, formats and enums.
     Full,
     /// Structure only: names, nesting, items, additionalProperties, required.
@@ -42,7 +42,7 @@ pub enum Detail {
 
 /// What a position of the path tree is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// An object with named members.
     Object,
     /// An array (`[*]`).
@@ -63,7 +63,7 @@ impl Shape {
 
 /// Two rules that cannot both hold in one schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Conflict {
+pub(crate) enum Conflict {
     /// Rule `rule` has the same exposed path as the earlier rule `other`.
     Duplicate {
         /// Index of the later rule.
@@ -88,14 +88,14 @@ pub enum Conflict {
 
 impl Conflict {
     /// The index of the rule the conflict is reported on (the later one).
-    pub fn rule(&self) -> usize {
+    pub(crate) fn rule(&self) -> usize {
         match self {
             Conflict::Duplicate { rule, .. } | Conflict::Structure { rule, .. } => *rule,
         }
     }
 
     /// A message naming the other rule by its exposed path.
-    pub fn message(&self, rules: &[FieldRule]) -> String {
+    pub(crate) fn message(&self, rules: &[FieldRule]) -> String {
         let exposed = |i: usize| rules.get(i).map_or("?", |r| r.exposed.as_str());
         match self {
             Conflict::Duplicate { .. } => "exposed path is used by another rule too".to_owned(),
@@ -163,14 +163,14 @@ fn wanted_shape(rest: &[Segment]) -> Shape {
 
 /// The exposed-path tree of a list of rules.
 #[derive(Debug, Default)]
-pub struct Tree<'a> {
+pub(crate) struct Tree<'a> {
     root: Obj<'a>,
 }
 
 impl<'a> Tree<'a> {
     /// Builds the tree of `rules` whose paths are given parsed (`None` = unparsable, skipped).
     /// Returns the tree of the rules that fit plus every conflict.
-    pub fn build(
+    pub(crate) fn build(
         rules: &'a [FieldRule],
         paths: &'a [Option<FieldPath>],
     ) -> (Tree<'a>, Vec<Conflict>) {
@@ -186,7 +186,7 @@ impl<'a> Tree<'a> {
     }
 
     /// The object schema of the tree.
-    pub fn to_schema(&self, detail: Detail) -> Value {
+    pub(crate) fn to_schema(&self, detail: Detail) -> Value {
         let mut root = emit_obj(&self.root, detail);
         if let Value::Object(map) = &mut root {
             map.entry("properties").or_insert_with(|| json!({}));
@@ -395,7 +395,7 @@ fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail) -> Value {
 
 /// Converts a TOML value to JSON. Datetimes become their RFC 3339 text; non-finite floats (which
 /// JSON cannot carry, and validation refuses) become `null`.
-pub fn toml_to_json(value: &toml::Value) -> Value {
+pub(crate) fn toml_to_json(value: &toml::Value) -> Value {
     match value {
         toml::Value::String(s) => Value::String(s.clone()),
         toml::Value::Integer(i) => Value::from(*i),
@@ -417,7 +417,7 @@ pub fn toml_to_json(value: &toml::Value) -> Value {
 // === canonical JSON ===
 
 /// Writes `value` compactly with object keys in sorted (byte) order, whatever the map type.
-pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -455,7 +455,7 @@ fn write_scalar(value: &Value, out: &mut Vec<u8>) {
 }
 
 /// The canonical bytes of a value.
-pub fn canonical_bytes(value: &Value) -> Bytes {
+pub(crate) fn canonical_bytes(value: &Value) -> Bytes {
     let mut out = Vec::with_capacity(256);
     write_canonical(value, &mut out);
     Bytes::from(out)
@@ -499,7 +499,7 @@ pub struct ToolSchemas {
 }
 
 /// Parses the exposed paths of rules (`None` for unparsable ones).
-pub fn parse_exposed(rules: &[FieldRule]) -> Vec<Option<FieldPath>> {
+pub(crate) fn parse_exposed(rules: &[FieldRule]) -> Vec<Option<FieldPath>> {
     rules
         .iter()
         .map(|r| FieldPath::parse(&r.exposed).ok())
@@ -507,13 +507,13 @@ pub fn parse_exposed(rules: &[FieldRule]) -> Vec<Option<FieldPath>> {
 }
 
 /// The input schema of a tool at a level of detail (`None` when its rules conflict).
-pub fn input_schema(tool: &Tool, detail: Detail) -> Option<Value> {
+pub(crate) fn input_schema(tool: &Tool, detail: Detail) -> Option<Value> {
     rules_schema(&tool.inputs, detail)
 }
 
 /// The output schema of a tool at a level of detail; `None` when it has no output rules or
 /// they conflict.
-pub fn output_schema(tool: &Tool, detail: Detail) -> Option<Value> {
+pub(crate) fn output_schema(tool: &Tool, detail: Detail) -> Option<Value> {
     if tool.outputs.is_empty() {
         return None;
     }
@@ -530,7 +530,7 @@ fn rules_schema(rules: &[FieldRule], detail: Detail) -> Option<Value> {
 }
 
 /// The Lazy listing schema: only the required `_schema_discovery` placeholder.
-pub fn lazy_schema(tool_name: &str) -> Value {
+pub(crate) fn lazy_schema(tool_name: &str) -> Value {
     let description = format!(
         "This tool's parameters are not listed. Before the first call, call {DISCOVER_TOOL_NAME} \
          with {{\"tool_id\": \"{tool_name}\"}} to get the full input schema, then call this tool \

@@ -87,12 +87,12 @@ pub struct ClientView {
 
 impl ClientView {
     /// The tenant id, shared (callers keep it without copying the string).
-    pub fn tenant_id(&self) -> &Arc<str> {
+    pub(crate) fn tenant_id(&self) -> &Arc<str> {
         &self.tenant
     }
 
     /// The client application id, shared.
-    pub fn client_id(&self) -> &Arc<str> {
+    pub(crate) fn client_id(&self) -> &Arc<str> {
         &self.client
     }
 
@@ -112,7 +112,7 @@ impl ClientView {
     }
 
     /// The client application as configured (credentials, prompt).
-    pub fn app(&self) -> &ClientApp {
+    pub(crate) fn app(&self) -> &ClientApp {
         &self.app
     }
 
@@ -154,7 +154,7 @@ impl ClientView {
 
     /// A hash of the exposed toolset prompts: it changes when `prompts/list`, `resources/list` or
     /// the prompt texts they expose change.
-    pub fn prompts_fingerprint(&self) -> u64 {
+    pub(crate) fn prompts_fingerprint(&self) -> u64 {
         self.prompts_fingerprint
     }
 
@@ -409,14 +409,14 @@ impl Snapshot {
     }
 
     /// The BOS platform contexts of `tenant`.
-    pub fn bos_contexts(&self, tenant: &str) -> Option<&Arc<crate::bos::BosContexts>> {
+    pub(crate) fn bos_contexts(&self, tenant: &str) -> Option<&Arc<crate::bos::BosContexts>> {
         self.tenants.get(tenant).map(|t| &t.bos)
     }
 
     /// The client application a JWT from `issuer` names with its tenant's `client_claim`
     /// (`client_of` reads the claim from the token): how the BOS platform endpoint, whose path
     /// names no tenant, finds one for a bearer token.
-    pub fn jwt_client<'c>(
+    pub(crate) fn jwt_client<'c>(
         &self,
         issuer: &str,
         client_of: impl Fn(&str) -> Option<&'c str>,
@@ -430,7 +430,7 @@ impl Snapshot {
     }
 
     /// The tenant and client application an API key id belongs to.
-    pub fn key_owner(&self, key_id: &str) -> Option<&ClientKey> {
+    pub(crate) fn key_owner(&self, key_id: &str) -> Option<&ClientKey> {
         self.key_owners.get(key_id)
     }
 
@@ -440,7 +440,7 @@ impl Snapshot {
     }
 
     /// Number of tenants.
-    pub fn n_tenants(&self) -> usize {
+    pub(crate) fn n_tenants(&self) -> usize {
         self.tenants.len()
     }
 
@@ -472,7 +472,7 @@ impl Snapshot {
     }
 
     /// Every (tenant, client) with its listing fingerprint, in no particular order.
-    pub fn fingerprints(&self) -> impl Iterator<Item = (&ClientView, u64)> {
+    pub(crate) fn fingerprints(&self) -> impl Iterator<Item = (&ClientView, u64)> {
         self.tenants
             .values()
             .flat_map(|t| t.clients.values())
@@ -481,13 +481,13 @@ impl Snapshot {
 
     /// The (tenant, client) pairs whose tool listing differs between `self` and `newer`,
     /// including clients that appear or disappear; sorted.
-    pub fn changed_clients(&self, newer: &Snapshot) -> Vec<ClientKey> {
+    pub(crate) fn changed_clients(&self, newer: &Snapshot) -> Vec<ClientKey> {
         self.changed_by(newer, ClientView::fingerprint)
     }
 
     /// The (tenant, client) pairs whose exposed prompts (and so prompt resources) differ between
     /// `self` and `newer`, including clients that appear or disappear; sorted.
-    pub fn changed_prompt_clients(&self, newer: &Snapshot) -> Vec<ClientKey> {
+    pub(crate) fn changed_prompt_clients(&self, newer: &Snapshot) -> Vec<ClientKey> {
         self.changed_by(newer, ClientView::prompts_fingerprint)
     }
 

@@ -40,7 +40,7 @@ impl Overrides {
     }
 
     /// The overrides `lookup` (variable name → value) gives.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         Self {
             api_key_pepper: lookup(API_KEY_PEPPER_ENV),
             bos_handle_secret: lookup(BOS_HANDLE_SECRET_ENV),

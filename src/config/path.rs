@@ -112,7 +112,7 @@ impl FieldPath {
     }
 
     /// How many `[*]` positions the path has.
-    pub fn depth(&self) -> usize {
+    pub(crate) fn depth(&self) -> usize {
         self.segments
             .iter()
             .filter(|s| matches!(s, Segment::Each))
@@ -120,22 +120,14 @@ impl FieldPath {
     }
 
     /// Whether the path ends in `[*]` (an array leaf whose items are scalars).
-    pub fn is_array_leaf(&self) -> bool {
+    pub(crate) fn is_array_leaf(&self) -> bool {
         matches!(self.segments.last(), Some(Segment::Each))
-    }
-
-    /// The last member name, if the path ends in one.
-    pub fn leaf_name(&self) -> Option<&str> {
-        match self.segments.last() {
-            Some(Segment::Key(k)) => Some(k),
-            _ => None,
-        }
     }
 
     /// The array "shape" of the path: for each `[*]`, how many keys precede it since the
     /// previous one is irrelevant; what matters is the count and whether the path ends in one.
     /// Two paths line up when they have the same number of `[*]` and agree on ending in one.
-    pub fn lines_up_with(&self, other: &FieldPath) -> bool {
+    pub(crate) fn lines_up_with(&self, other: &FieldPath) -> bool {
         self.depth() == other.depth() && self.is_array_leaf() == other.is_array_leaf()
     }
 }

@@ -265,7 +265,7 @@ impl FieldType {
 
 impl FieldRule {
     /// The element type of a path ending in `[*]`.
-    pub fn element_type(&self) -> FieldType {
+    pub(crate) fn element_type(&self) -> FieldType {
         match self.ty {
             FieldType::Array => self.items.unwrap_or(FieldType::String),
             ty => ty,
@@ -274,7 +274,7 @@ impl FieldRule {
 
     /// The innermost value type of the rule at its parsed exposed `path`: what `format`, `enum`
     /// and `additionalProperties` describe.
-    pub fn value_type(&self, path: &FieldPath) -> FieldType {
+    pub(crate) fn value_type(&self, path: &FieldPath) -> FieldType {
         if path.is_array_leaf() {
             self.element_type()
         } else {

@@ -37,7 +37,7 @@ pub struct Loc {
 
 impl Loc {
     /// The empty location (the whole file).
-    pub fn root() -> Self {
+    pub(crate) fn root() -> Self {
         Self::default()
     }
 
@@ -49,7 +49,7 @@ impl Loc {
     }
 
     /// The steps, outermost first.
-    pub fn steps(&self) -> &[(&'static str, String)] {
+    pub(crate) fn steps(&self) -> &[(&'static str, String)] {
         &self.steps
     }
 }

@@ -58,7 +58,7 @@ const DIRECTORY: &[(&str, &str, &str, &str, &str, &str)] = &[
 ];
 
 /// Records the ledger holds.
-pub const LEDGER_SIZE: usize = 240;
+pub(crate) const LEDGER_SIZE: usize = 240;
 
 /// How long the ledger pauses before each page (so pages visibly stream).
 const LEDGER_PAGE_PAUSE: Duration = Duration::from_millis(40);
@@ -67,7 +67,7 @@ const LEDGER_PAGE_PAUSE: Duration = Duration::from_millis(40);
 const ARCHIVE_DELAY: Duration = Duration::from_secs(5);
 
 /// Answers `GET /people/{source}` with one page, or `None` for an unknown source.
-pub async fn page(
+pub(crate) async fn page(
     source: &str,
     q: Option<&str>,
     cursor: Option<&str>,

@@ -61,7 +61,8 @@ impl SourceStatus {
     }
 
     /// Whether this is the source's last event.
-    pub fn is_terminal(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_terminal(self) -> bool {
         !matches!(self, Self::Page)
     }
 }
@@ -183,7 +184,8 @@ pub struct ChannelSink {
 
 impl ChannelSink {
     /// A sink sending into `tx`.
-    pub fn new(tx: mpsc::Sender<SourceEvent>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(tx: mpsc::Sender<SourceEvent>) -> Self {
         Self { tx }
     }
 }

@@ -230,7 +230,7 @@ enum Ending {
     SinkClosed,
 }
 
-pub(crate) async fn run(
+pub(super) async fn run(
     config: &FederationConfig,
     client: &ProviderClient,
     tool: &FederatedDownstream,

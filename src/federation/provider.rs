@@ -26,10 +26,10 @@ use crate::invoke::{AnswerBudget, AnswerReservation, OverBudget};
 
 /// How long establishing a provider connection may take; past it the source is
 /// `source_unavailable` (the per-source timeout still bounds the whole read).
-pub const PROVIDER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+pub(super) const PROVIDER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Idle pooled provider connections kept per host.
-pub const PROVIDER_MAX_IDLE_PER_HOST: usize = 32;
+pub(super) const PROVIDER_MAX_IDLE_PER_HOST: usize = 32;
 
 /// Characters percent-encoded in a cursor (everything but unreserved characters).
 const CURSOR_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
@@ -94,7 +94,7 @@ impl ProviderError {
     }
 
     /// The server limit that cut the source, when one did (`error.reason`).
-    pub fn reason(&self) -> Option<LimitReason> {
+    pub(crate) fn reason(&self) -> Option<LimitReason> {
         match self {
             Self::TooManyPages => Some(LimitReason::PageLimit),
             Self::Busy(_) => Some(LimitReason::AnswerBudget),
@@ -217,7 +217,7 @@ impl ProviderClient {
     }
 
     /// Counts page bodies against `budget` while they are read and parsed.
-    pub fn with_answer_budget(mut self, budget: Arc<AnswerBudget>) -> Self {
+    pub(crate) fn with_answer_budget(mut self, budget: Arc<AnswerBudget>) -> Self {
         self.budget = budget;
         self
     }

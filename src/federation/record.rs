@@ -58,7 +58,7 @@ pub struct Provenance {
 
 impl Provenance {
     /// The stable order key of provenance entries: (source_type, source_identity, external_id).
-    pub fn order_key(&self) -> (&str, &str, &str) {
+    pub(crate) fn order_key(&self) -> (&str, &str, &str) {
         (&self.source_type, &self.source_identity, &self.external_id)
     }
 }
@@ -161,7 +161,7 @@ impl FederatedRecord {
 }
 
 /// Writes records as a JSON array.
-pub fn write_records(out: &mut BytesMut, records: &[FederatedRecord]) {
+pub(super) fn write_records(out: &mut BytesMut, records: &[FederatedRecord]) {
     out.put_u8(b'[');
     for (idx, record) in records.iter().enumerate() {
         if idx > 0 {

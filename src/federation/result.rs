@@ -75,12 +75,12 @@ impl FederatedOutcome {
 
     /// Whether the run stopped because its event sink closed (the client went away); such an
     /// outcome is not a confirmed terminal result and need not be sent.
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.cancelled
     }
 
     /// Writes the operation result `{"result":[records],"metadata":{…}}`.
-    pub fn write_operation_result(&self, out: &mut BytesMut) {
+    pub(crate) fn write_operation_result(&self, out: &mut BytesMut) {
         out.put_slice(b"{\"result\":");
         write_records(out, &self.records);
         out.put_slice(b",\"metadata\":{\"retrieval_mode\":\"live_provider\",\"cache_baseline_applied\":false,\"source_delta_applied\":false,\"completeness\":\"");
@@ -127,7 +127,7 @@ impl FederatedOutcome {
     }
 
     /// The operation result as bytes.
-    pub fn operation_result_json(&self) -> Bytes {
+    pub(crate) fn operation_result_json(&self) -> Bytes {
         let mut out = BytesMut::with_capacity(256 + self.records.len() * 384);
         self.write_operation_result(&mut out);
         out.freeze()
@@ -137,7 +137,8 @@ impl FederatedOutcome {
     /// result as a JSON string>"}],"structuredContent":<operation result>,"isError":<partial>
     /// <extra_top_level>}`; `extra_top_level` (e.g. `,"resultType":"complete"`) is written
     /// verbatim before the closing brace.
-    pub fn write_call_tool_result(&self, out: &mut BytesMut, extra_top_level: &[u8]) {
+    #[cfg(test)]
+    pub(crate) fn write_call_tool_result(&self, out: &mut BytesMut, extra_top_level: &[u8]) {
         let result = self.operation_result_json();
         out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
         // The operation result is written by this module from strings, so it is UTF-8.
@@ -153,7 +154,7 @@ impl FederatedOutcome {
 
 /// `time` as RFC 3339 in UTC with whole seconds and a `+00:00` offset, e.g.
 /// `2026-10-08T12:00:00+00:00`.
-pub fn rfc3339_utc(time: SystemTime) -> String {
+pub(crate) fn rfc3339_utc(time: SystemTime) -> String {
     let secs = time
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)

@@ -16,18 +16,18 @@ use http_body_util::BodyExt;
 use super::error::Error;
 
 /// Default for the largest request body accepted; a larger one is answered 413 Payload Too Large.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Default for how long a request body may pause between two chunks; past it the request is
 /// answered 408 Request Timeout (with a JSON-RPC error) and, on HTTP/1, the connection closes.
-pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Largest capacity reserved up front from a declared `Content-Length`: a peer's claim is not
 /// trusted with more memory than this before the bytes actually arrive.
 const MAX_PREALLOCATE: usize = 64 * 1024;
 
 /// The declared `Content-Length`, when present and well-formed.
-pub fn content_length(headers: &HeaderMap) -> Option<u64> {
+pub(crate) fn content_length(headers: &HeaderMap) -> Option<u64> {
     headers
         .get(CONTENT_LENGTH)?
         .to_str()
@@ -41,7 +41,7 @@ pub fn content_length(headers: &HeaderMap) -> Option<u64> {
 /// `read_timeout` of the previous one (or of the start).
 ///
 /// `declared` is the request's `Content-Length` (see [`content_length`]).
-pub async fn collect_limited<B>(
+pub(crate) async fn collect_limited<B>(
     body: B,
     declared: Option<u64>,
     limit: usize,

@@ -22,7 +22,7 @@ use super::Error;
 
 /// Request headers a browser client of the MCP endpoints may send: the fixed ones, plus any
 /// `Mcp-Param-*` routing header of the stateless era (matched by prefix).
-pub const ALLOWED_REQUEST_HEADERS: [&str; 9] = [
+pub(crate) const ALLOWED_REQUEST_HEADERS: [&str; 9] = [
     "authorization",
     "x-api-key",
     "content-type",
@@ -35,18 +35,18 @@ pub const ALLOWED_REQUEST_HEADERS: [&str; 9] = [
 ];
 
 /// The prefix of the stateless era's per-parameter routing headers.
-pub const PARAM_HEADER_PREFIX: &str = "mcp-param-";
+pub(crate) const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
 /// Response headers a browser client may read.
-pub const EXPOSED_HEADERS: &str =
+pub(crate) const EXPOSED_HEADERS: &str =
     "Mcp-Session-Id, WWW-Authenticate, X-External-Correlation-Id, X-Execution-Id";
 
 /// How long a browser may cache a preflight answer, in seconds.
-pub const PREFLIGHT_MAX_AGE_SECS: &str = "600";
+pub(crate) const PREFLIGHT_MAX_AGE_SECS: &str = "600";
 
 /// Which CORS policy a route has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
+pub(crate) enum Policy {
     /// Allowed origins only, echoed.
     Protected,
     /// Any origin, `*`.
@@ -60,7 +60,7 @@ pub enum Policy {
 /// check is the caller's (it runs before this, on protected routes only). Requested headers
 /// are echoed when each one is allowed; otherwise only the allowed list is returned and the
 /// browser refuses the actual request.
-pub fn preflight(
+pub(crate) fn preflight(
     headers: &HeaderMap,
     guard: &Guard,
     policy: Policy,
@@ -100,7 +100,7 @@ pub fn preflight(
 /// Adds the CORS headers of an actual (non-preflight) response. `origin` is the request's
 /// `Origin` when it was accepted (the guard runs before any handler, so a refused origin never
 /// gets here); `None` adds nothing.
-pub fn decorate(response: &mut Response<Body>, origin: Option<HeaderValue>, policy: Policy) {
+pub(crate) fn decorate(response: &mut Response<Body>, origin: Option<HeaderValue>, policy: Policy) {
     let Some(origin) = origin else {
         return;
     };
@@ -142,7 +142,7 @@ fn allowed_headers(requested: Option<&HeaderValue>) -> HeaderValue {
 }
 
 /// Whether a browser may send request header `name` (case-insensitive).
-pub fn is_allowed_request_header(name: &str) -> bool {
+pub(crate) fn is_allowed_request_header(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     ALLOWED_REQUEST_HEADERS.contains(&lower.as_str())
         || (lower.len() > PARAM_HEADER_PREFIX.len() && lower.starts_with(PARAM_HEADER_PREFIX))

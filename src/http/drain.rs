@@ -49,7 +49,7 @@ impl Drain {
     }
 
     /// Whether the signal has fired.
-    pub fn is_draining(&self) -> bool {
+    pub(crate) fn is_draining(&self) -> bool {
         *self.tx.borrow() != Phase::Serving
     }
 
@@ -73,7 +73,7 @@ impl Drain {
     }
 
     /// Resolves once the signal fires (at once if it already has).
-    pub fn signalled(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub(crate) fn signalled(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut rx = self.tx.subscribe();
         async move {
             // An error means every sender is gone: nobody can fire it any more, so treat the

@@ -13,17 +13,19 @@ use std::borrow::Cow;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
-use http::{Response, StatusCode};
+use http::Response;
+#[cfg(test)]
+use http::StatusCode;
 
 use super::response::{Body, APPLICATION_JSON};
-use crate::jsonrpc::{ErrorCode, OwnedId};
+use crate::jsonrpc::OwnedId;
 use crate::protocol::{Era, HeaderMismatch};
 use crate::rescue::{self, Failure, SessionCap};
 
 /// Why a request was refused or failed. Variants that can happen after the body was parsed
 /// carry the JSON-RPC id (echoed verbatim in the error body); the rest answer with `"id": null`.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// No route for this path (also: a path segment that fails validation).
     #[error("not found")]
     NotFound,
@@ -33,9 +35,6 @@ pub enum Error {
         /// The `Allow` header value, e.g. `"POST"`.
         allow: &'static str,
     },
-    /// The route exists but its surface is not built yet.
-    #[error("{0} is not implemented yet")]
-    NotImplemented(&'static str),
     /// `Accept` excludes every type this endpoint can answer with.
     #[error("not acceptable: {0}")]
     NotAcceptable(&'static str),
@@ -89,14 +88,6 @@ pub enum Error {
     /// server-error code as the 403 `Origin` refusal.
     #[error("misdirected request: {0}")]
     MisdirectedRequest(Cow<'static, str>),
-    /// The request's params are invalid (-32602 on 200: handshake-era rule).
-    #[error("invalid params: {message}")]
-    InvalidParams {
-        /// What is wrong.
-        message: Cow<'static, str>,
-        /// The request id.
-        id: Option<OwnedId>,
-    },
     /// A state conflict (e.g. a second concurrent stream for a session).
     #[error("conflict: {0}")]
     Conflict(Cow<'static, str>),
@@ -167,6 +158,7 @@ pub enum Error {
     // === JSON-RPC messages ===
     /// The body is not JSON (-32700 on 400).
     #[error("{message}")]
+    #[allow(clippy::enum_variant_names)] // the name the parser and its tests use
     ParseError {
         /// Why, from the parser.
         message: &'static str,
@@ -246,11 +238,10 @@ fn cap_message(cap: SessionCap) -> &'static str {
 
 impl Error {
     /// What went wrong, for the one table ([`rescue::classify`]).
-    pub fn failure(&self) -> Failure {
+    pub(crate) fn failure(&self) -> Failure {
         match self {
             Error::NotFound => Failure::NotFound,
             Error::MethodNotAllowed { .. } => Failure::MethodNotAllowed,
-            Error::NotImplemented(_) => Failure::NotImplemented,
             Error::NotAcceptable(_) => Failure::NotAcceptable,
             Error::UnsupportedMediaType(_) => Failure::UnsupportedMediaType,
             Error::PayloadTooLarge { .. } => Failure::PayloadTooLarge,
@@ -262,7 +253,6 @@ impl Error {
             Error::TooManyRequests(_) => Failure::TooManyRequests,
             Error::Forbidden(_) => Failure::Forbidden,
             Error::MisdirectedRequest(_) => Failure::MisdirectedRequest,
-            Error::InvalidParams { .. } => Failure::InvalidParams,
             Error::Conflict(_) => Failure::Conflict,
             Error::Unavailable(_) => Failure::Unavailable,
             Error::BadGateway { .. } => Failure::BadGateway,
@@ -288,20 +278,15 @@ impl Error {
     }
 
     /// The HTTP status this error is answered with.
-    pub fn status(&self) -> StatusCode {
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
         rescue::classify(self.failure()).0
     }
 
-    /// The JSON-RPC error code in the body.
-    pub fn code(&self) -> ErrorCode {
-        rescue::classify(self.failure()).1
-    }
-
     /// The JSON-RPC id echoed in the body, when known.
-    pub fn id(&self) -> Option<&OwnedId> {
+    pub(crate) fn id(&self) -> Option<&OwnedId> {
         match self {
-            Error::InvalidParams { id, .. }
-            | Error::BadGateway { id, .. }
+            Error::BadGateway { id, .. }
             | Error::GatewayTimeout { id, .. }
             | Error::StreamQueueFull { id }
             | Error::ParseError { id, .. }
@@ -316,7 +301,7 @@ impl Error {
     }
 
     /// The `data` member as JSON text, when the error has one.
-    pub fn data(&self) -> Option<Bytes> {
+    pub(crate) fn data(&self) -> Option<Bytes> {
         match self {
             Error::Unauthorized { .. } => {
                 Some(Bytes::from_static(br#"{"oauth_error":"invalid_token"}"#))
@@ -339,7 +324,7 @@ impl Error {
     /// [`rescue::classify`], `Content-Type: application/json`,
     /// `{"jsonrpc":"2.0","id":null|id,"error":{"code":…,"message":…[,"data":…]}}`, plus `Allow`
     /// on 405 and `WWW-Authenticate` on 401 and on 403 `insufficient_scope`.
-    pub fn into_response(self) -> Response<Body> {
+    pub(crate) fn into_response(self) -> Response<Body> {
         let (status, code) = rescue::classify(self.failure());
         let message = self.to_string();
         let data = self.data();
@@ -471,14 +456,6 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"bad request: unsupported MCP-Protocol-Version"}}"#,
         );
         check(
-            Error::InvalidParams {
-                message: "bad".into(),
-                id: num(0),
-            },
-            200,
-            r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"invalid params: bad"}}"#,
-        );
-        check(
             Error::BadGateway {
                 message: "down".into(),
                 id: num(7),
@@ -510,7 +487,6 @@ mod tests {
     fn statuses() {
         let cases: &[(Error, u16)] = &[
             (Error::MethodNotAllowed { allow: "POST" }, 405),
-            (Error::NotImplemented("REST"), 501),
             (Error::UnsupportedMediaType("x"), 415),
             (Error::BodyRead("x".into()), 400),
             (Error::BadRequest("x".into()), 400),

@@ -22,12 +22,12 @@ const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 /// An `allowed_hosts` entry that is not `host`, `host:port` or `host:*`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("allowed_hosts entry '{0}' is not host, host:port or host:* (IPv6 in brackets)")]
-pub struct BadHostPattern(pub String);
+pub(crate) struct BadHostPattern(pub String);
 
 /// One `Host` the server answers: a name or IP literal (IPv6 in brackets), lowercase, with one
 /// port or any.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostPattern {
+pub(crate) struct HostPattern {
     name: Box<str>,
     /// `None`: any port, and no port.
     port: Option<u16>,
@@ -35,7 +35,7 @@ pub struct HostPattern {
 
 impl HostPattern {
     /// Parses `host`, `host:*` (both: any port), `host:port`, `[v6]`, `[v6]:port`.
-    pub fn parse(entry: &str) -> Result<Self, BadHostPattern> {
+    pub(crate) fn parse(entry: &str) -> Result<Self, BadHostPattern> {
         let bad = || BadHostPattern(entry.to_owned());
         let (name, port) = match entry.strip_suffix(":*") {
             Some(name) => (name.as_bytes(), None),
@@ -130,7 +130,7 @@ impl Guard {
     /// address. `allowed_hosts` empty means the default: the host of `public_base` plus, bound
     /// to a loopback or unspecified address, the loopback names (any port); `["*"]` disables the
     /// `Host` check.
-    pub fn new(
+    pub(crate) fn new(
         public_base: &str,
         bound: SocketAddr,
         allowed_origins: Vec<String>,
@@ -173,22 +173,11 @@ impl Guard {
         })
     }
 
-    /// Origins allowed besides the server's own.
-    pub fn allowed_origins(&self) -> &[String] {
-        &self.allowed_origins
-    }
-
-    /// [`Guard::check_host`], then [`Guard::check_origin`].
-    pub fn check(&self, headers: &HeaderMap, uri: &Uri, version: Version) -> Result<(), Error> {
-        self.check_host(headers, uri, version)?;
-        self.check_origin(headers)
-    }
-
     /// Accepts a request whose `Host` (and, on HTTP/2 or an absolute-form target, the URI's
     /// authority: both when both are present) is allowed. Two `Host` headers → 400; none and no
     /// authority → 400 (HTTP/1.0 without `Host` is accepted only when the check is off); a
     /// `Host` outside the allowlist → 421.
-    pub fn check_host(
+    pub(crate) fn check_host(
         &self,
         headers: &HeaderMap,
         uri: &Uri,
@@ -231,7 +220,7 @@ impl Guard {
     /// configuration: see [`Guard::new`]; default ports normalised, case-insensitive), or is
     /// listed in `allowed_origins` (exact, case-insensitive, e.g. `https://app.example.com`).
     /// Anything else, and a second `Origin` header → 403. The request's `Host` plays no part.
-    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), Error> {
+    pub(crate) fn check_origin(&self, headers: &HeaderMap) -> Result<(), Error> {
         let mut origins = headers.get_all(ORIGIN).iter();
         let Some(origin) = origins.next() else {
             return Ok(());

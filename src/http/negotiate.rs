@@ -16,7 +16,7 @@ use http::header::{HeaderMap, ACCEPT};
 
 /// The two media types an MCP endpoint can answer with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MediaKind {
+pub(crate) enum MediaKind {
     /// `application/json`.
     Json,
     /// `text/event-stream`.
@@ -42,7 +42,7 @@ impl Match {
 
 /// What a request's `Accept` headers say about JSON and SSE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Accept {
+pub(crate) struct Accept {
     present: bool,
     json: Match,
     sse: Match,
@@ -50,7 +50,7 @@ pub struct Accept {
 
 impl Accept {
     /// Reads every `Accept` header of a request.
-    pub fn from_headers(headers: &HeaderMap) -> Self {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Self {
         Self::parse(headers.get_all(ACCEPT).iter().map(|value| value.as_bytes()))
     }
 
@@ -58,7 +58,7 @@ impl Accept {
     ///
     /// A single value that is one of the few strings MCP clients actually send (see
     /// [`COMMON_VALUES`]) is answered from a table; anything else goes through the general parser.
-    pub fn parse<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Self {
+    pub(crate) fn parse<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Self {
         let mut values = values.into_iter();
         let Some(first) = values.next() else {
             return Self::parse_general(None);
@@ -148,12 +148,12 @@ impl Accept {
     }
 
     /// Whether the request carried any `Accept` header.
-    pub fn is_present(&self) -> bool {
+    pub(crate) fn is_present(&self) -> bool {
         self.present
     }
 
     /// The quality (thousandths) given to `application/json`; 0 = not acceptable.
-    pub fn json_q(&self) -> u16 {
+    pub(crate) fn json_q(&self) -> u16 {
         if self.present {
             self.json.q
         } else {
@@ -162,7 +162,7 @@ impl Accept {
     }
 
     /// The quality (thousandths) given to `text/event-stream`; 0 = not acceptable.
-    pub fn sse_q(&self) -> u16 {
+    pub(crate) fn sse_q(&self) -> u16 {
         if self.present {
             self.sse.q
         } else {
@@ -171,18 +171,18 @@ impl Accept {
     }
 
     /// Whether `application/json` is acceptable.
-    pub fn accepts_json(&self) -> bool {
+    pub(crate) fn accepts_json(&self) -> bool {
         self.json_q() > 0
     }
 
     /// Whether `text/event-stream` is acceptable.
-    pub fn accepts_sse(&self) -> bool {
+    pub(crate) fn accepts_sse(&self) -> bool {
         self.sse_q() > 0
     }
 
     /// The acceptable type with the strictly higher quality; `None` on a tie or when neither is
     /// acceptable (the caller then applies its own preference).
-    pub fn preferred(&self) -> Option<MediaKind> {
+    pub(crate) fn preferred(&self) -> Option<MediaKind> {
         let (json, sse) = (self.json_q(), self.sse_q());
         if json > sse {
             Some(MediaKind::Json)
@@ -246,7 +246,7 @@ fn common_value(value: &[u8]) -> Option<Accept> {
 
 /// Whether a `Content-Type` value names `application/json`, whatever its parameters and case
 /// (`Application/JSON; charset=utf-8` is JSON).
-pub fn is_json_content_type(value: &[u8]) -> bool {
+pub(crate) fn is_json_content_type(value: &[u8]) -> bool {
     let media = match memchr::memchr(b';', value) {
         Some(semi) => &value[..semi],
         None => value,
@@ -314,6 +314,7 @@ fn split_unquoted(bytes: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
 
 /// Properties of the `Accept` parser, shared by the fuzz target and the corpus replay test.
 #[doc(hidden)]
+#[cfg(any(test, feature = "test-util"))]
 pub mod props {
     use super::{Accept, MediaKind};
 

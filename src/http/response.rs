@@ -23,16 +23,17 @@ use tokio::sync::mpsc;
 use super::drain::Drain;
 
 /// Frames an inline SSE reply holds without spilling to the heap.
-pub const INLINE_FRAMES: usize = 4;
+pub(crate) const INLINE_FRAMES: usize = 4;
 
 /// `Content-Type: application/json`.
-pub const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+pub(crate) const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// `Content-Type: text/event-stream`.
-pub const TEXT_EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+pub(crate) const TEXT_EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 /// `Content-Type: text/plain; charset=utf-8`.
-pub const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
+pub(crate) const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 /// `X-Accel-Buffering`: tells nginx-style proxies not to buffer an event stream.
-pub const X_ACCEL_BUFFERING: http::HeaderName = http::HeaderName::from_static("x-accel-buffering");
+pub(crate) const X_ACCEL_BUFFERING: http::HeaderName =
+    http::HeaderName::from_static("x-accel-buffering");
 
 /// A response body.
 pub struct Body {
@@ -43,9 +44,9 @@ pub struct Body {
 }
 
 /// SSE frames sent by every event-stream body of the process, counted when each body ends.
-pub static SSE_FRAMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub(crate) static SSE_FRAMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// SSE bytes sent by every event-stream body of the process, counted when each body ends.
-pub static SSE_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub(crate) static SSE_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 #[derive(Default)]
 struct Sent {
@@ -98,12 +99,12 @@ pub struct Backlog(AtomicUsize);
 
 impl Backlog {
     /// Counts `n` more bytes queued (or reserved).
-    pub fn add(&self, n: usize) {
+    pub(crate) fn add(&self, n: usize) {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Counts `n` bytes taken off the queue (or a reservation released).
-    pub fn sub(&self, n: usize) {
+    pub(crate) fn sub(&self, n: usize) {
         // Saturating: a frame queued before the count was attached never underflows it.
         let _ = self
             .0
@@ -120,7 +121,7 @@ impl Backlog {
     /// Whether one more frame may be queued under `limit`: while the queue holds less than
     /// `limit` bytes (so it overshoots by at most the one frame admitted last, and a frame
     /// larger than `limit` still passes an empty queue).
-    pub fn has_room(&self, limit: usize) -> bool {
+    pub(crate) fn has_room(&self, limit: usize) -> bool {
         self.get() < limit
     }
 }
@@ -193,7 +194,11 @@ impl Body {
 
     /// Like [`Body::stream`], but when the server drains the body sends `epilogue` as its last
     /// frame instead of just ending (frames still queued at that moment are dropped).
-    pub fn stream_with_epilogue(rx: mpsc::Receiver<Bytes>, drain: &Drain, epilogue: Bytes) -> Self {
+    pub(crate) fn stream_with_epilogue(
+        rx: mpsc::Receiver<Bytes>,
+        drain: &Drain,
+        epilogue: Bytes,
+    ) -> Self {
         Self {
             kind: Kind::Stream(Streaming {
                 rx,
@@ -292,7 +297,7 @@ impl http_body::Body for Body {
 // === response helpers ===
 
 /// `200` with a JSON body.
-pub fn json(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+pub(crate) fn json(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     with_type(status, APPLICATION_JSON, Body::full(body))
 }
 
@@ -307,7 +312,7 @@ pub fn event_stream(body: Body) -> Response<Body> {
 }
 
 /// A plain-text body (health checks).
-pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Body> {
     with_type(
         status,
         TEXT_PLAIN,
@@ -316,7 +321,7 @@ pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
 }
 
 /// A status with no body (`202 Accepted` for notifications and responses).
-pub fn empty(status: StatusCode) -> Response<Body> {
+pub(crate) fn empty(status: StatusCode) -> Response<Body> {
     let mut response = Response::new(Body::empty());
     *response.status_mut() = status;
     response

@@ -13,26 +13,26 @@ use http::Method;
 use percent_encoding::percent_decode_str;
 
 /// Longest tenant or client id, in bytes.
-pub const MAX_ID_LEN: usize = 64;
+pub(crate) const MAX_ID_LEN: usize = 64;
 /// Longest tool name, in bytes.
-pub const MAX_TOOL_NAME_LEN: usize = 128;
+pub(crate) const MAX_TOOL_NAME_LEN: usize = 128;
 
 /// The well-known prefix under which protected-resource metadata is served.
-pub const PROTECTED_RESOURCE_PREFIX: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const PROTECTED_RESOURCE_PREFIX: &str = "/.well-known/oauth-protected-resource";
 
 /// `Allow` values for each route family.
-pub mod allow {
+pub(crate) mod allow {
     /// The MCP endpoints.
-    pub const MCP: &str = "POST, GET, DELETE";
+    pub(crate) const MCP: &str = "POST, GET, DELETE";
     /// Read-only routes.
-    pub const GET: &str = "GET";
+    pub(crate) const GET: &str = "GET";
     /// Write-only routes.
-    pub const POST: &str = "POST";
+    pub(crate) const POST: &str = "POST";
 }
 
 /// The tenant and client a runtime route addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     /// The tenant id, decoded and validated.
     pub tenant: Cow<'a, str>,
     /// The client application id, decoded and validated.
@@ -42,7 +42,7 @@ pub struct Target<'a> {
 /// A matched route. The method has been checked against the route's allowed set; routes that
 /// allow several methods leave the dispatch on method to their handler.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route<'a> {
+pub(crate) enum Route<'a> {
     /// `POST|GET|DELETE /runtime/{tenant}/{client}/mcp`: Streamable HTTP.
     Mcp(Target<'a>),
     /// `GET /runtime/{tenant}/{client}/sse`: legacy HTTP+SSE stream.
@@ -78,7 +78,7 @@ pub enum Route<'a> {
 
 /// Why no route answers a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RouteError {
+pub(crate) enum RouteError {
     /// No such path (or an invalid segment).
     NotFound,
     /// The path exists; `allow` lists its methods.
@@ -101,7 +101,7 @@ impl From<RouteError> for super::Error {
 const MAX_SEGMENTS: usize = 5;
 
 /// Matches `path` (without the query) and `method` to a route.
-pub fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError> {
+pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError> {
     if let Some(rest) = path.strip_prefix(PROTECTED_RESOURCE_PREFIX) {
         if rest.is_empty() || rest.starts_with('/') {
             if method == Method::OPTIONS {

@@ -44,7 +44,7 @@ const ACCEPT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 /// After the drain grace period, how long the 503 answers (and streams ending) get to reach
 /// their clients before the connections left are dropped.
-pub const GRACE_END_FLUSH: Duration = Duration::from_secs(1);
+pub(crate) const GRACE_END_FLUSH: Duration = Duration::from_secs(1);
 
 // === accept loop ===
 

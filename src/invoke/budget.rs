@@ -19,7 +19,7 @@ use std::sync::Arc;
 /// provider pages) held at once by the whole process. An answer that would take the total past
 /// it fails at once: a tool call with 503 on REST or an `isError` result in MCP ("server busy"),
 /// a federated source with `source_unavailable` (reason `answer_budget`).
-pub const DEFAULT_ANSWER_BUDGET_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_ANSWER_BUDGET_BYTES: usize = 256 * 1024 * 1024;
 
 /// The smallest step an answer of unknown length grows its reservation by.
 const MIN_GROWTH: usize = 64 * 1024;
@@ -34,7 +34,7 @@ pub struct OverBudget {
 
 /// Bytes of downstream answers held now, and the ceiling.
 #[derive(Debug)]
-pub struct AnswerBudget {
+pub(crate) struct AnswerBudget {
     /// The ceiling; 0 is read as "no budget" (every reservation succeeds).
     limit: usize,
     /// Bytes reserved by live [`AnswerReservation`]s; never above `limit`.
@@ -43,25 +43,21 @@ pub struct AnswerBudget {
 
 impl AnswerBudget {
     /// A budget of `limit` bytes (`0`: unlimited).
-    pub fn new(limit: usize) -> Arc<Self> {
+    pub(crate) fn new(limit: usize) -> Arc<Self> {
         Arc::new(Self {
             limit,
             held: AtomicUsize::new(0),
         })
     }
 
-    /// The ceiling in bytes (`0`: unlimited).
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// Bytes held now.
-    pub fn held(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Relaxed)
     }
 
     /// Starts a reservation of `bytes` (e.g. the declared `Content-Length`; 0 when unknown).
-    pub fn reserve(self: &Arc<Self>, bytes: usize) -> Result<AnswerReservation, OverBudget> {
+    pub(crate) fn reserve(self: &Arc<Self>, bytes: usize) -> Result<AnswerReservation, OverBudget> {
         let mut reservation = AnswerReservation {
             budget: Arc::clone(self),
             bytes: 0,

@@ -31,19 +31,19 @@ use crate::config::ServerSettings;
 /// Largest downstream response body read, in bytes. A larger body (by `Content-Length` or as it
 /// streams in) fails the call with `ResponseProblem::TooLarge` (502) and the rest is not read.
 /// `[server] downstream_max_answer_bytes` sets it.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Idle pooled connections kept per downstream host; more are closed when returned.
-pub const DEFAULT_MAX_IDLE_PER_HOST: usize = 64;
+pub(crate) const DEFAULT_MAX_IDLE_PER_HOST: usize = 64;
 
 /// How long an idle pooled connection is kept before it is closed.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// How long establishing a connection may take before the call fails as a connect error.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The timeout of a call whose tool sets none; when hit the call fails as a timeout (504).
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Settings of the shared downstream client.
 #[derive(Debug, Clone)]
@@ -87,7 +87,7 @@ impl Default for InvokerConfig {
 }
 
 /// Default `max_downstream_per_tenant`.
-pub const DEFAULT_MAX_PER_TENANT: usize = 512;
+pub(crate) const DEFAULT_MAX_PER_TENANT: usize = 512;
 
 /// One semaphore per tenant, created on first use.
 #[derive(Debug, Default)]
@@ -132,7 +132,7 @@ impl TenantLimiter {
 
 impl InvokerConfig {
     /// Takes the pool, connect and default timeout settings from the server configuration.
-    pub fn from_server_settings(settings: &ServerSettings) -> Self {
+    pub(crate) fn from_server_settings(settings: &ServerSettings) -> Self {
         Self {
             max_idle_per_host: settings.downstream_pool_idle_per_host,
             connect_timeout: Duration::from_millis(settings.downstream_connect_timeout_ms),
@@ -163,7 +163,7 @@ type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 /// sluice builds outbound clients (tool downstreams, federation providers). `idle` is both the
 /// TCP keep-alive and the pool's idle timeout when set. Needs no runtime until the first
 /// request.
-pub fn pooled_client<B>(
+pub(crate) fn pooled_client<B>(
     connect_timeout: Duration,
     idle: Option<Duration>,
     max_idle_per_host: usize,
@@ -235,7 +235,7 @@ impl Invoker {
 
     /// This invoker, counting downstream failures in `metrics`
     /// (`sluice_downstream_errors_total{code}`).
-    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+    pub(crate) fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
         self.metrics = Some(metrics);
         self
     }
@@ -246,7 +246,7 @@ impl Invoker {
     }
 
     /// The process-wide answer budget every downstream body read counts against.
-    pub fn answer_budget(&self) -> &Arc<AnswerBudget> {
+    pub(crate) fn answer_budget(&self) -> &Arc<AnswerBudget> {
         &self.budget
     }
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::catalog::CatalogTool;
-use crate::config::{Correlation, CorrelationStrategy};
+use crate::config::CorrelationStrategy;
 
 /// The request header a client sends its correlation id in.
 pub const CORRELATION_ID_HEADER: HeaderName = HeaderName::from_static("x-correlation-id");
@@ -27,7 +27,7 @@ pub const EXTERNAL_CORRELATION_ID_HEADER: HeaderName =
 
 /// Longest external correlation id accepted, in bytes; longer values are ignored (not
 /// truncated), since a truncated id would no longer correlate.
-pub const MAX_CORRELATION_ID_LEN: usize = 128;
+pub(crate) const MAX_CORRELATION_ID_LEN: usize = 128;
 
 /// Why a client's correlation id was not accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl ExternalCorrelationId {
     }
 
     /// The id as a header value (for echoing and forwarding).
-    pub fn header_value(&self) -> &HeaderValue {
+    pub(crate) fn header_value(&self) -> &HeaderValue {
         &self.0
     }
 }
@@ -87,7 +87,7 @@ pub struct ExecutionId([u8; 36]);
 
 impl ExecutionId {
     /// Mints a fresh id from 122 random bits.
-    pub fn generate() -> Self {
+    pub(crate) fn generate() -> Self {
         let mut n: u128 = rand::random();
         // Version 4 and RFC 4122 variant bits.
         n = (n & !(0xF << 76)) | (0x4 << 76);
@@ -106,12 +106,12 @@ impl ExecutionId {
     }
 
     /// The id as text.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         std::str::from_utf8(&self.0).unwrap_or_default()
     }
 
     /// The id as a header value.
-    pub fn header_value(&self) -> HeaderValue {
+    pub(crate) fn header_value(&self) -> HeaderValue {
         HeaderValue::from_bytes(&self.0).unwrap_or(HeaderValue::from_static("invalid"))
     }
 }
@@ -140,7 +140,8 @@ impl LazyExecutionId {
     }
 
     /// Whether the id was minted already (tests).
-    pub fn is_minted(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_minted(&self) -> bool {
         self.0.get().is_some()
     }
 
@@ -150,7 +151,7 @@ impl LazyExecutionId {
     }
 
     /// The id as a header value.
-    pub fn header_value(&self) -> HeaderValue {
+    pub(crate) fn header_value(&self) -> HeaderValue {
         self.get().header_value()
     }
 }
@@ -208,7 +209,7 @@ impl CallContext {
 }
 
 /// Applies the acceptance rules to the request's `X-Correlation-Id` field(s).
-pub fn external_from_headers(headers: &HeaderMap) -> Option<ExternalCorrelationId> {
+pub(crate) fn external_from_headers(headers: &HeaderMap) -> Option<ExternalCorrelationId> {
     let mut values = headers.get_all(&CORRELATION_ID_HEADER).iter();
     let first = values.next()?;
     let result = if values.next().is_some() {
@@ -242,14 +243,6 @@ pub struct CorrelationPolicy {
 }
 
 impl CorrelationPolicy {
-    /// Compiles the model's settings; fails when the header name is not a valid header name.
-    pub fn from_model(model: &Correlation) -> Result<Self, http::header::InvalidHeaderName> {
-        Ok(Self {
-            strategy: model.strategy,
-            header: HeaderName::from_bytes(model.header.as_bytes())?,
-        })
-    }
-
     /// A catalog tool's policy, from the header name its snapshot parsed (no parse per call).
     pub fn of_tool(tool: &CatalogTool) -> Self {
         Self {
@@ -267,7 +260,7 @@ impl CorrelationPolicy {
     }
 
     /// The value the downstream receives for this call, if any.
-    pub fn downstream_value(&self, ctx: &CallContext) -> Option<HeaderValue> {
+    pub(crate) fn downstream_value(&self, ctx: &CallContext) -> Option<HeaderValue> {
         match self.strategy {
             CorrelationStrategy::None => None,
             CorrelationStrategy::ExecutionId => Some(ctx.execution_id.header_value()),

@@ -16,7 +16,7 @@ use crate::config::FieldType;
 use crate::jsonrpc::echo;
 
 /// A boxed source error from the HTTP stack.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// How the surfaces treat a failed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub enum ArgumentProblem {
 impl ArgumentProblem {
     /// Whether the value would change which downstream path is called: refused as a protocol
     /// error (-32602), not reported as a tool execution error the model retries with.
-    pub fn is_path_refusal(&self) -> bool {
+    pub(crate) fn is_path_refusal(&self) -> bool {
         matches!(self, Self::DotPathSegment | Self::EmptyPathSegment)
     }
 }
@@ -167,7 +167,7 @@ pub enum InvokeError {
 impl InvokeError {
     /// A short fixed code for metrics: `connect`, `transport`, `status_4xx`, `status_5xx`,
     /// `timeout`, `invalid_response`, `invalid_arguments`.
-    pub fn metric_code(&self) -> &'static str {
+    pub(crate) fn metric_code(&self) -> &'static str {
         match self {
             Self::Connect(_) => "connect",
             Self::Transport(_) => "transport",
@@ -227,13 +227,14 @@ impl InvokeError {
     }
 
     /// Whether the answer was refused for the process-wide answer budget.
-    pub fn is_busy(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_busy(&self) -> bool {
         matches!(self, Self::Busy(_))
     }
 
     /// Whether an argument was refused because it would change which downstream path is
     /// called (see [`ArgumentProblem::is_path_refusal`]).
-    pub fn is_path_refusal(&self) -> bool {
+    pub(crate) fn is_path_refusal(&self) -> bool {
         matches!(self, Self::InvalidArgument { problem, .. } if problem.is_path_refusal())
     }
 

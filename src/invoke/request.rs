@@ -34,7 +34,7 @@ const BODY_CAPACITY: usize = 512;
 static APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// Builds the downstream request for one call.
-pub fn build_request(
+pub(crate) fn build_request(
     plan: &ToolPlan,
     policy: &CorrelationPolicy,
     ctx: &CallContext,

@@ -27,7 +27,7 @@ use crate::config::{FieldType, Location};
 use crate::json_text::put_str;
 
 /// The member name that marks a lazily discovered schema.
-pub const SCHEMA_DISCOVERY_FIELD: &str = "_schema_discovery";
+pub(crate) const SCHEMA_DISCOVERY_FIELD: &str = "_schema_discovery";
 
 /// What happens to argument members no input rule names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -10,11 +10,11 @@ use std::borrow::Cow;
 /// Most bytes of peer-chosen text an error message quotes. Longer text is cut on a UTF-8
 /// character boundary at or below this length and ends with `…`, so an echoed name adds at
 /// most this many bytes plus three to an error body.
-pub const MAX_ECHO_BYTES: usize = 128;
+pub(crate) const MAX_ECHO_BYTES: usize = 128;
 
 /// `text` when it is at most [`MAX_ECHO_BYTES`] long (no copy); else its longest prefix that
 /// fits, cut on a character boundary, followed by `…`.
-pub fn echo(text: &str) -> Cow<'_, str> {
+pub(crate) fn echo(text: &str) -> Cow<'_, str> {
     if text.len() <= MAX_ECHO_BYTES {
         return Cow::Borrowed(text);
     }

@@ -29,12 +29,12 @@ pub enum Id<'a> {
 
 impl<'a> Id<'a> {
     /// A numeric id from a signed integer.
-    pub fn from_i64(n: i64) -> Self {
+    pub(crate) fn from_i64(n: i64) -> Self {
         Id::Int(n)
     }
 
     /// A numeric id from an unsigned integer (normalized to `Int` when it fits).
-    pub fn from_u64(n: u64) -> Self {
+    pub(crate) fn from_u64(n: u64) -> Self {
         match i64::try_from(n) {
             Ok(n) => Id::Int(n),
             Err(_) => Id::UInt(n),
@@ -88,12 +88,14 @@ pub struct OwnedId {
 
 impl OwnedId {
     /// A string id.
-    pub fn from_str_id(s: &str) -> Self {
+    #[cfg(test)]
+    pub(crate) fn from_str_id(s: &str) -> Self {
         Id::Str(s).to_owned_id()
     }
 
     /// A numeric id.
-    pub fn from_i64(n: i64) -> Self {
+    #[cfg(test)]
+    pub(crate) fn from_i64(n: i64) -> Self {
         Id::Int(n).to_owned_id()
     }
 

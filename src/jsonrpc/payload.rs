@@ -7,10 +7,13 @@
 //! `&str` fields borrow the body. It must not validate envelopes (that is `parse.rs`).
 
 use std::fmt;
+#[cfg(test)]
 use std::marker::PhantomData;
 
 use bytes::{BufMut, BytesMut};
+#[cfg(test)]
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+#[cfg(test)]
 use serde::Deserialize;
 use simd_json::prelude::Writable;
 use simd_json::tape::{Tape, Value};
@@ -47,7 +50,8 @@ pub struct Payload<'a> {
 /// A payload did not fit the type it was deserialized into (answer with -32602 for params).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct PayloadError(#[from] simd_json::Error);
+#[cfg(test)]
+pub(crate) struct PayloadError(#[from] simd_json::Error);
 
 impl<'a> Payload<'a> {
     /// Wraps a message tape that `parse` checked has a member at `slot`'s path.
@@ -70,7 +74,8 @@ impl<'a> Payload<'a> {
     }
 
     /// Deserializes the value into `T`; `&str` fields may borrow from the body.
-    pub fn deserialize<T: Deserialize<'a>>(self) -> Result<T, PayloadError> {
+    #[cfg(test)]
+    pub(crate) fn deserialize<T: Deserialize<'a>>(self) -> Result<T, PayloadError> {
         let mut deserializer = simd_json::Deserializer::from_tape(self.tape);
         let seed = Select {
             path: self.slot.path(),
@@ -86,7 +91,7 @@ impl<'a> Payload<'a> {
     }
 
     /// The value as compact JSON bytes.
-    pub fn to_json_vec(&self) -> Vec<u8> {
+    pub(crate) fn to_json_vec(&self) -> Vec<u8> {
         let mut buf = BytesMut::new();
         self.write_json(&mut buf);
         buf.to_vec()
@@ -110,11 +115,13 @@ impl PartialEq for Payload<'_> {
 // === impl Select ===
 
 /// Deserializes `T` from the member at `path`, skipping the other members.
+#[cfg(test)]
 struct Select<'p, T> {
     path: &'p [&'static str],
     marker: PhantomData<T>,
 }
 
+#[cfg(test)]
 impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for Select<'_, T> {
     type Value = T;
 
@@ -130,12 +137,14 @@ impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for Select<'_, T> {
     }
 }
 
+#[cfg(test)]
 struct SelectVisitor<'p, T> {
     key: &'static str,
     rest: &'p [&'static str],
     marker: PhantomData<T>,
 }
 
+#[cfg(test)]
 impl<'de, T: Deserialize<'de>> Visitor<'de> for SelectVisitor<'_, T> {
     type Value = T;
 
@@ -161,8 +170,10 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for SelectVisitor<'_, T> {
 }
 
 /// Deserializes a map key into "is it this key?".
+#[cfg(test)]
 struct KeyIs(&'static str);
 
+#[cfg(test)]
 impl<'de> DeserializeSeed<'de> for KeyIs {
     type Value = bool;
 
@@ -171,6 +182,7 @@ impl<'de> DeserializeSeed<'de> for KeyIs {
     }
 }
 
+#[cfg(test)]
 impl<'de> Visitor<'de> for KeyIs {
     type Value = bool;
 

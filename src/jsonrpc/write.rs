@@ -37,7 +37,8 @@ fn all_or_nothing<E>(
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…,"result":…}`.
-pub fn write_result<'i, T: Serialize + ?Sized>(
+#[cfg(test)]
+pub(crate) fn write_result<'i, T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     result: &T,
@@ -55,7 +56,7 @@ pub fn write_result<'i, T: Serialize + ?Sized>(
 
 /// Writes `{"jsonrpc":"2.0","id":…,"result":<raw_json>}` where `raw_json` is already JSON
 /// (e.g. a downstream body passed through). The caller vouches that it is one valid JSON value.
-pub fn write_result_raw<'i>(buf: &mut BytesMut, id: impl Into<IdRef<'i>>, raw_json: &[u8]) {
+pub(crate) fn write_result_raw<'i>(buf: &mut BytesMut, id: impl Into<IdRef<'i>>, raw_json: &[u8]) {
     buf.reserve(HEAD_WITH_ID.len() + raw_json.len() + 32);
     buf.put_slice(HEAD_WITH_ID);
     id.into().write_json(buf);
@@ -76,7 +77,7 @@ fn put_error_head(buf: &mut BytesMut, id: IdRef<'_>, code: i64, message: &str) {
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…|null,"error":{"code":…,"message":…}}`.
-pub fn write_error<'i>(
+pub(crate) fn write_error<'i>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     code: ErrorCode,
@@ -87,7 +88,7 @@ pub fn write_error<'i>(
 }
 
 /// Writes an error with a `data` member serialized from `data`.
-pub fn write_error_with_data<'i, D: Serialize + ?Sized>(
+pub(crate) fn write_error_with_data<'i, D: Serialize + ?Sized>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     code: ErrorCode,
@@ -105,7 +106,8 @@ pub fn write_error_with_data<'i, D: Serialize + ?Sized>(
 }
 
 /// Writes `{"jsonrpc":"2.0","id":…,"method":…,"params":…}` (no `params` when `None`).
-pub fn write_request<'i, T: Serialize + ?Sized>(
+#[cfg(test)]
+pub(crate) fn write_request<'i, T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     method: &str,
@@ -120,7 +122,8 @@ pub fn write_request<'i, T: Serialize + ?Sized>(
 }
 
 /// Writes `{"jsonrpc":"2.0","method":…,"params":…}` (no `params` when `None`).
-pub fn write_notification<T: Serialize + ?Sized>(
+#[cfg(test)]
+pub(crate) fn write_notification<T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     method: &str,
     params: Option<&T>,
@@ -131,6 +134,7 @@ pub fn write_notification<T: Serialize + ?Sized>(
     })
 }
 
+#[cfg(test)]
 fn put_method_and_params<T: Serialize + ?Sized>(
     buf: &mut BytesMut,
     method: &str,

@@ -21,7 +21,7 @@ use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::jsonrpc::Payload;
 
 /// The audit call type of `method` (and tool `name`), or `None` when the method is not audited.
-pub fn call_type(method: &str, tool: Option<&str>) -> Option<CallType> {
+pub(super) fn call_type(method: &str, tool: Option<&str>) -> Option<CallType> {
     match method {
         names::TOOLS_CALL if tool == Some(DISCOVER_TOOL_NAME) => Some(CallType::SchemaDiscovery),
         names::TOOLS_CALL => Some(CallType::ToolCall),
@@ -33,7 +33,7 @@ pub fn call_type(method: &str, tool: Option<&str>) -> Option<CallType> {
 }
 
 /// Records one finished call, when the method is audited.
-pub async fn record(
+pub(super) async fn record(
     audit: &Audit,
     scope: &Scope<'_>,
     method: &str,
@@ -77,7 +77,7 @@ pub async fn record(
 
 /// The record of an audited call whose client went away before it finished: outcome
 /// `cancelled`, its duration so far, and the downstream's status when it had answered.
-pub fn cancelled_record(
+pub(super) fn cancelled_record(
     scope: &Scope<'_>,
     method: &str,
     params: Option<&Payload<'_>>,

@@ -58,7 +58,7 @@ pub(crate) fn source_query(
 }
 
 /// Whether the request opted into `bos/source-results/v1` (an object; `true` does not count).
-pub fn opted_in(params: Option<&Payload<'_>>) -> bool {
+pub(crate) fn opted_in(params: Option<&Payload<'_>>) -> bool {
     super::meta::experimental_opt_in(params, SOURCE_RESULTS_EXTENSION)
 }
 
@@ -101,7 +101,11 @@ pub(crate) async fn stream_or_run(
 impl Dispatcher {
     /// Runs a federated read, emitting its source events to `sink`, and returns the final
     /// `CallToolResult` (the `result` object). Dropping the future cancels every source read.
-    pub async fn run_federated(&self, call: &FederatedCall, sink: &mut dyn EventSink) -> Bytes {
+    pub(crate) async fn run_federated(
+        &self,
+        call: &FederatedCall,
+        sink: &mut dyn EventSink,
+    ) -> Bytes {
         let started = Instant::now();
         // Dropped mid-way (the client closed the stream): the closing record says `cancelled`.
         let guard = crate::audit::CancelGuard::new(&self.audit, || {

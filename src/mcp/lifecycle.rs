@@ -87,7 +87,7 @@ fn capabilities(config: &DispatcherConfig) -> Bytes {
 
 /// The version to answer an `initialize` naming `requested`: the same when supported, else the
 /// latest handshake-era version.
-pub fn negotiate(requested: &str) -> ProtocolVersion {
+pub(super) fn negotiate(requested: &str) -> ProtocolVersion {
     ProtocolVersion::parse_in(Era::Handshake, requested.as_bytes())
         .or(ProtocolVersion::HANDSHAKE.first().copied())
         .unwrap_or(ProtocolVersion::DEFAULT_HANDSHAKE)
@@ -169,7 +169,7 @@ pub(crate) fn ping(scope: &Scope<'_>) -> Result<Reply, McpError> {
 
 // === server/discover ===
 
-pub(crate) fn discover(d: &Dispatcher, scope: &Scope<'_>) -> Result<Reply, McpError> {
+pub(super) fn discover(d: &Dispatcher, scope: &Scope<'_>) -> Result<Reply, McpError> {
     match scope.era {
         // A handshake-era caller must see a recognisable "not here" (`docs/eras.md`).
         Era::Handshake => Err(McpError::MethodNotFound(names::SERVER_DISCOVER.to_owned())),

@@ -36,7 +36,8 @@ pub struct MetaInfo {
 
 impl MetaInfo {
     /// Whether the client sent `clientInfo`.
-    pub fn has_client_info(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_client_info(&self) -> bool {
         self.client_info.is_some()
     }
 }
@@ -67,7 +68,9 @@ pub fn stateless_meta(params: Option<&Payload<'_>>) -> Result<MetaInfo, McpError
 /// Applies exactly the rules of [`stateless_meta`] and returns the version, without copying
 /// `clientInfo` and `clientCapabilities` out of the request (the transport's per-request check
 /// needs only the verdict).
-pub fn validate_stateless_meta(params: Option<&Payload<'_>>) -> Result<ProtocolVersion, McpError> {
+pub(crate) fn validate_stateless_meta(
+    params: Option<&Payload<'_>>,
+) -> Result<ProtocolVersion, McpError> {
     checked_meta(params).map(|(version, _, _)| version)
 }
 

@@ -57,7 +57,7 @@ pub struct SubscriptionFilter {
 
 impl SubscriptionFilter {
     /// Reads `params.notifications` of a `subscriptions/listen` request (required object).
-    pub fn from_params(params: Option<&Payload<'_>>) -> Result<Self, McpError> {
+    pub(crate) fn from_params(params: Option<&Payload<'_>>) -> Result<Self, McpError> {
         let notifications = params::opt_object(params::root(params)?, "notifications")?
             .ok_or_else(|| {
                 McpError::InvalidParams("'notifications' (an object) is required".into())
@@ -70,7 +70,7 @@ impl SubscriptionFilter {
     }
 
     /// Whether notifications of `kind` may be sent on the stream.
-    pub fn wants(&self, kind: ListChanged) -> bool {
+    pub(crate) fn wants(&self, kind: ListChanged) -> bool {
         match kind {
             ListChanged::Tools => self.tools_list_changed,
             ListChanged::Prompts => self.prompts_list_changed,

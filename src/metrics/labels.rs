@@ -55,7 +55,7 @@ impl RouteLabel {
     ];
 
     /// Number of route values; the first dimension of the request arrays.
-    pub const COUNT: usize = Self::ALL.len();
+    pub(crate) const COUNT: usize = Self::ALL.len();
 
     /// The label value, snake_case.
     pub const fn as_str(self) -> &'static str {
@@ -109,7 +109,7 @@ impl MethodLabel {
     ];
 
     /// Number of method values; the second dimension of the request arrays.
-    pub const COUNT: usize = Self::ALL.len();
+    pub(crate) const COUNT: usize = Self::ALL.len();
 
     /// The label value, upper case as on the wire (`other` for the rest).
     pub const fn as_str(self) -> &'static str {

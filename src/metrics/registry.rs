@@ -15,7 +15,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 /// A gauge computed on scrape.
-pub type GaugeFn = Box<dyn Fn() -> i64 + Send + Sync>;
+#[cfg(test)]
+pub(crate) type GaugeFn = Box<dyn Fn() -> i64 + Send + Sync>;
 
 /// Counts per error code. Codes are `&'static str`, so the set is bounded by the program's text.
 #[derive(Debug, Default)]
@@ -46,6 +47,7 @@ pub(crate) enum Source {
     /// A counter another module increments.
     Counter(Arc<AtomicU64>),
     /// A gauge computed when scraped.
+    #[cfg(test)]
     Gauge(GaugeFn),
 }
 
@@ -60,6 +62,7 @@ impl fmt::Debug for External {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.source {
             Source::Counter(_) => "counter",
+            #[cfg(test)]
             Source::Gauge(_) => "gauge",
         };
         f.debug_struct("External")
@@ -96,6 +99,7 @@ impl Externals {
         for family in families.iter() {
             let reading = match &family.source {
                 Source::Counter(counter) => Reading::Counter(counter.load(Ordering::Relaxed)),
+                #[cfg(test)]
                 Source::Gauge(compute) => Reading::Gauge(compute()),
             };
             each(family.name, family.help, reading);
@@ -107,6 +111,7 @@ impl Externals {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reading {
     Counter(u64),
+    #[cfg(test)]
     Gauge(i64),
 }
 

@@ -19,10 +19,10 @@ use parking_lot::RwLock;
 /// Most tenants with their own series. Tenants are a bounded set from configuration; should a
 /// caller pass more distinct names than this (a bug, or a misconfiguration), the excess are
 /// counted together under [`OVERFLOW_TENANT`] so the scrape size stays bounded.
-pub const MAX_TENANT_SERIES: usize = 4096;
+pub(crate) const MAX_TENANT_SERIES: usize = 4096;
 
 /// The tenant label value that collects tenants beyond [`MAX_TENANT_SERIES`].
-pub const OVERFLOW_TENANT: &str = "_overflow";
+pub(crate) const OVERFLOW_TENANT: &str = "_overflow";
 
 /// The live gauges of one tenant.
 #[derive(Debug, Default)]
@@ -111,6 +111,7 @@ impl TenantMap {
     /// Forgets tenants that `keep` rejects and that have nothing open, so tenants removed by a
     /// reload leave the scrape once their last session and stream are gone. Tenants still
     /// holding something stay (their closes must land somewhere) until a later prune.
+    #[cfg(test)]
     pub(crate) fn prune(&self, keep: impl Fn(&str) -> bool) {
         let mut tenants = self.tenants.write();
         tenants.retain(|name, gauges| {

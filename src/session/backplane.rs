@@ -120,7 +120,7 @@ impl Bus {
     }
 
     /// True when messages may have to cross instances.
-    pub fn is_shared(&self) -> bool {
+    pub(crate) fn is_shared(&self) -> bool {
         matches!(self, Self::Redis(_))
     }
 
@@ -138,7 +138,7 @@ impl Bus {
     }
 
     /// Whether the bus answers now (`/readyz`): always locally, a `PING` on Redis.
-    pub async fn ping(&self) -> Result<(), BackplaneError> {
+    pub(crate) async fn ping(&self) -> Result<(), BackplaneError> {
         match self {
             Self::Local(_) => Ok(()),
             Self::Redis(redis) => redis.ping().await,
@@ -147,7 +147,7 @@ impl Bus {
 
     /// Whether messages published to this instance are heard now (`/readyz`): always locally;
     /// on Redis, once the subscriptions are (re-)established after a (re)connect.
-    pub fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         match self {
             Self::Local(_) => true,
             Self::Redis(redis) => redis.is_subscribed(),
@@ -156,7 +156,7 @@ impl Bus {
 
     /// Whether a message for `session`'s stream, held by another instance, can be delivered
     /// now (see [`RedisBackplane::reachable`]); always locally (nothing travels).
-    pub async fn reachable(
+    pub(crate) async fn reachable(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -169,7 +169,7 @@ impl Bus {
 
     /// [`Bus::publish`] of a message a client was promised, retried while its holder is
     /// registered but not listening yet (see [`RedisBackplane::publish_patiently`]).
-    pub async fn publish_patiently(
+    pub(crate) async fn publish_patiently(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -191,7 +191,7 @@ impl Bus {
 
     /// Records that this instance now holds a live stream of `session` (GET or legacy `/sse`
     /// opened), so messages posted to other instances are routed here at once. No-op locally.
-    pub async fn register_holder(
+    pub(crate) async fn register_holder(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -204,7 +204,7 @@ impl Bus {
 
     /// Whether another instance holds a live stream of `session` for `owner` (its holder
     /// registration names an instance other than this one). Always `false` locally.
-    pub async fn is_held_elsewhere(
+    pub(crate) async fn is_held_elsewhere(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -220,7 +220,7 @@ impl Bus {
 
     /// Asks the instance holding `session`'s streams, if it is another one, to end them (the
     /// session was deleted here). No-op locally: the caller closed the local streams already.
-    pub async fn close_elsewhere(
+    pub(crate) async fn close_elsewhere(
         &self,
         owner: Owner<'_>,
         session: &SessionId,

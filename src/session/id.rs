@@ -70,7 +70,8 @@ impl SessionId {
     }
 
     /// The text form as a header value (always valid: visible ASCII only).
-    pub fn to_header_value(&self) -> http::HeaderValue {
+    #[allow(clippy::wrong_self_convention)] // a `HeaderValue` is built from the encoding
+    pub(crate) fn to_header_value(&self) -> http::HeaderValue {
         let encoded = self.encode();
         match http::HeaderValue::from_str(encoded.as_str()) {
             Ok(value) => value,
@@ -83,14 +84,14 @@ impl SessionId {
 impl SessionId {
     /// A well-mixed 64-bit value of the id (its first 8 random bytes).
     #[inline]
-    pub fn hash64(&self) -> u64 {
+    pub(crate) fn hash64(&self) -> u64 {
         let [a, b, c, d, e, f, g, h, ..] = self.0;
         u64::from_le_bytes([a, b, c, d, e, f, g, h])
     }
 
     /// Another independent 64-bit value of the id (its last 8 bytes), for picking a shard.
     #[inline]
-    pub fn shard64(&self) -> u64 {
+    pub(crate) fn shard64(&self) -> u64 {
         let [.., a, b, c, d, e, f, g, h] = self.0;
         u64::from_le_bytes([a, b, c, d, e, f, g, h])
     }

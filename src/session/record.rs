@@ -71,19 +71,14 @@ impl OwnerKey {
     }
 
     /// True when `owner` is exactly this owner.
-    pub fn is(&self, owner: Owner<'_>) -> bool {
+    pub(crate) fn is(&self, owner: Owner<'_>) -> bool {
         self.get() == owner
     }
 
     /// True when this owner belongs to `tenant` and (when given) `client`.
-    pub fn is_within(&self, tenant: &str, client: Option<&str>) -> bool {
+    pub(crate) fn is_within(&self, tenant: &str, client: Option<&str>) -> bool {
         let mine = self.get();
         mine.tenant == tenant && client.is_none_or(|client| mine.client == client)
-    }
-
-    /// Heap bytes this key holds (for memory accounting in tests).
-    pub fn heap_len(&self) -> usize {
-        self.text.len()
     }
 }
 
@@ -154,7 +149,7 @@ impl SessionRecord {
 
     /// True when the session has expired at `now`: idle longer than `idle`, or never
     /// initialized within `init_timeout` of its creation.
-    pub fn is_expired(
+    pub(crate) fn is_expired(
         &self,
         now: Instant,
         idle: std::time::Duration,

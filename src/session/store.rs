@@ -25,7 +25,8 @@ use super::{Handshake, NewSession, Owner, SessionError, SessionId, SessionInfo};
 ///   and caller) with [`SessionError::CallerCapReached`], and either leaves nothing behind.
 /// - **Removal releases everything.** A deleted or expired session leaves no per-session memory
 ///   in the store.
-pub trait SessionStore: Send + Sync {
+#[allow(dead_code)] // the contract `local.rs` and `redis/store.rs` implement; not yet a bound
+pub(crate) trait SessionStore: Send + Sync {
     /// Mints a new session for `new.owner`, counting it against the tenant's cap.
     fn create(
         &self,

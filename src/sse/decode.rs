@@ -22,8 +22,6 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-pub use super::stream::{EventStream, StreamError};
-
 /// The default maximum size of one frame: 1 MiB. A larger frame makes [`Decoder::decode`] fail
 /// with [`DecodeError::FrameTooLarge`]; change it with [`Decoder::with_max_frame`].
 pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
@@ -228,11 +226,6 @@ impl Decoder {
     /// The reconnection time (ms) from the last valid `retry` field.
     pub fn retry(&self) -> Option<u64> {
         self.retry
-    }
-
-    /// The configured maximum frame size.
-    pub fn max_frame(&self) -> usize {
-        self.max_frame
     }
 
     /// Decodes the next event from `buf`; `Ok(None)` means more bytes are needed.

@@ -12,7 +12,7 @@ use super::decode::{DecodeError, Event};
 /// Decodes a complete stream; returns the events dispatched and the error that ended decoding,
 /// if any. The frame size limit is the real decoder's: each non-blank line of a frame counts its
 /// length plus one, and an incomplete last line counts its length plus one.
-pub fn decode_all(input: &[u8], max_frame: usize) -> (Vec<Event>, Option<DecodeError>) {
+pub(crate) fn decode_all(input: &[u8], max_frame: usize) -> (Vec<Event>, Option<DecodeError>) {
     let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
     let (lines, tail) = split_lines(input);
 

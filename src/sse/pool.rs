@@ -19,13 +19,13 @@ use std::cell::RefCell;
 use bytes::BytesMut;
 
 /// Capacity of a newly allocated frame buffer: room for a dozen ~600-byte frames.
-pub const DEFAULT_BUF_CAPACITY: usize = 8 * 1024;
+pub(crate) const DEFAULT_BUF_CAPACITY: usize = 8 * 1024;
 
 /// Most buffers one thread's free list holds; a buffer returned to a full list is freed.
-pub const MAX_POOLED_BUFFERS: usize = 32;
+pub(crate) const MAX_POOLED_BUFFERS: usize = 32;
 
 /// A buffer that had to grow beyond this (one huge frame) is freed instead of pooled.
-pub const MAX_POOLED_CAPACITY: usize = 256 * 1024;
+pub(crate) const MAX_POOLED_CAPACITY: usize = 256 * 1024;
 
 thread_local! {
     static FREE: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
@@ -33,12 +33,12 @@ thread_local! {
 
 /// A handle to the current thread's pool of reusable write buffers.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct BufPool;
+pub(crate) struct BufPool;
 
 impl BufPool {
     /// Takes an empty buffer with at least `min_capacity` bytes of spare room: a pooled one
     /// whose capacity can be reclaimed without allocating, or else a new one.
-    pub fn take(&self, min_capacity: usize) -> BytesMut {
+    pub(crate) fn take(&self, min_capacity: usize) -> BytesMut {
         let reused = FREE
             .try_with(|free| {
                 let mut free = free.try_borrow_mut().ok()?;
@@ -56,7 +56,7 @@ impl BufPool {
 
     /// Returns a buffer to the pool (its contents are discarded). Frames cut from it may still
     /// be alive; the pool only reuses it once they are gone.
-    pub fn put(&self, mut buf: BytesMut) {
+    pub(crate) fn put(&self, mut buf: BytesMut) {
         if buf.capacity() > MAX_POOLED_CAPACITY {
             return;
         }
@@ -72,14 +72,10 @@ impl BufPool {
     }
 
     /// How many buffers this thread's free list holds (for tests and metrics).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         FREE.try_with(|free| free.try_borrow().map_or(0, |free| free.len()))
             .unwrap_or(0)
-    }
-
-    /// True when this thread's free list is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

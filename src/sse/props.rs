@@ -87,7 +87,7 @@ pub fn decode_buffered(chunks: &[&[u8]], max_frame: usize) -> Outcome {
 }
 
 /// Decodes the chunks through [`EventStream`] over a stream of `Bytes`.
-pub fn decode_stream(chunks: &[&[u8]], max_frame: usize) -> Outcome {
+pub(crate) fn decode_stream(chunks: &[&[u8]], max_frame: usize) -> Outcome {
     let items: Vec<Result<Bytes, ()>> = chunks
         .iter()
         .map(|chunk| Ok(Bytes::copy_from_slice(chunk)))

@@ -64,7 +64,7 @@ impl<S> EventStream<S> {
     }
 
     /// Wraps `inner` with a configured decoder (for example [`Decoder::with_max_frame`]).
-    pub fn with_decoder(inner: S, decoder: Decoder) -> Self {
+    pub(crate) fn with_decoder(inner: S, decoder: Decoder) -> Self {
         EventStream {
             inner,
             decoder,

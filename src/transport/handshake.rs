@@ -50,7 +50,7 @@ use crate::session::{NewSession, Owner, SessionError, SessionId, SessionInfo};
 
 /// A request's validated session.
 #[derive(Debug, Clone)]
-pub struct Bound {
+pub(crate) struct Bound {
     /// The session id.
     pub id: SessionId,
     /// What the store knows about it.
@@ -61,12 +61,12 @@ pub struct Bound {
 /// authenticated caller. A request naming a session whose owner differs is answered exactly like
 /// one naming an unknown session (404): MCP 2025-11-25, Security Best Practices § Session
 /// Hijacking binds session ids to the authenticated user.
-pub fn owner<'a>(target: &'a Target<'_>, caller: &'a Caller) -> Owner<'a> {
+pub(crate) fn owner<'a>(target: &'a Target<'_>, caller: &'a Caller) -> Owner<'a> {
     Owner::new(&target.tenant, &target.client, &caller.caller_id)
 }
 
 /// Handles one handshake-era POST.
-pub async fn post(
+pub(crate) async fn post(
     transport: &Arc<Transport>,
     parts: &Parts,
     accept: &Accept,
@@ -484,7 +484,7 @@ fn header_version(parts: &Parts, is_initialize: bool) -> Result<Option<ProtocolV
 
 /// The session the `Mcp-Session-Id` header names, validated against the owner; `None` when
 /// the header is absent. Malformed, unknown, expired, deleted or foreign ids → 404.
-pub async fn session_from_header(
+pub(crate) async fn session_from_header(
     transport: &Transport,
     parts: &Parts,
     owner: Owner<'_>,
@@ -496,7 +496,7 @@ pub async fn session_from_header(
 }
 
 /// Validates a session id given as text.
-pub async fn validate(
+pub(crate) async fn validate(
     transport: &Transport,
     text: &[u8],
     owner: Owner<'_>,
@@ -512,17 +512,17 @@ pub async fn validate(
 
 /// 404: "A session id the server does not recognise … is always answered with HTTP 404, which
 /// tells the client to initialize afresh."
-pub fn session_not_found() -> Error {
+pub(crate) fn session_not_found() -> Error {
     Error::SessionNotFound
 }
 
 /// 400: a session is required and the request named none.
-pub fn session_required() -> Error {
+pub(crate) fn session_required() -> Error {
     Error::SessionRequired("the Mcp-Session-Id header")
 }
 
 /// A store failure as an HTTP error.
-pub fn session_error(err: SessionError) -> Error {
+pub(crate) fn session_error(err: SessionError) -> Error {
     match err {
         SessionError::NotFound | SessionError::Foreign => session_not_found(),
         SessionError::TenantCapReached { cap } => Error::SessionCapReached {
@@ -538,7 +538,7 @@ pub fn session_error(err: SessionError) -> Error {
 }
 
 /// `GET …/mcp`: the standalone stream, or the resumption of a stream by `Last-Event-ID`.
-pub async fn get(
+pub(crate) async fn get(
     transport: &Transport,
     parts: &Parts,
     target: &Target<'_>,
@@ -602,7 +602,7 @@ pub async fn get(
 /// Records this instance as the holder of `session`'s live stream on a shared backplane, so
 /// messages posted to other instances reach it at once (nothing to do on a single instance).
 /// A failure only delays routing until the next registry-wide refresh: the stream is served.
-pub async fn register_holder(transport: &Transport, owner: Owner<'_>, session: &SessionId) {
+pub(crate) async fn register_holder(transport: &Transport, owner: Owner<'_>, session: &SessionId) {
     if !transport.bus.is_shared() {
         return;
     }
@@ -631,7 +631,7 @@ fn stream_error(err: StreamError) -> Error {
 /// `DELETE …/mcp`: ends the session, closes its streams and cancels its in-flight requests
 /// (their downstream calls are dropped; nothing more is sent for them); 204, then 404 for that
 /// id.
-pub async fn delete(
+pub(crate) async fn delete(
     transport: &Transport,
     parts: &Parts,
     target: &Target<'_>,

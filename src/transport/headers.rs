@@ -17,13 +17,13 @@ const SENTINEL_SUFFIX: &str = "?=";
 
 /// Why a routing header does not agree with the body (-32020 HeaderMismatch, HTTP 400): a
 /// leaf type, so the error table can name it without knowing this module.
-pub use crate::protocol::HeaderMismatch;
+pub(crate) use crate::protocol::HeaderMismatch;
 
 /// The (decoded) value of a single-valued header; `Ok(None)` when absent.
 ///
 /// SEP-2243: "If a value is not plain visible ASCII … it is sent as `=?base64?<b64(utf8)>?=`.
 /// The server MUST decode before comparing."
-pub fn header_text<'h>(
+pub(crate) fn header_text<'h>(
     headers: &'h HeaderMap,
     name: &HeaderName,
     label: &'static str,
@@ -46,7 +46,7 @@ pub fn header_text<'h>(
 
 /// Decodes `=?base64?…?=`; any other text is returned as is. `None` when the sentinel's payload
 /// is not Base64 of UTF-8.
-pub fn decode_sentinel(text: &str) -> Option<Cow<'_, str>> {
+pub(crate) fn decode_sentinel(text: &str) -> Option<Cow<'_, str>> {
     let Some(inner) = text
         .strip_prefix(SENTINEL_PREFIX)
         .and_then(|rest| rest.strip_suffix(SENTINEL_SUFFIX))
@@ -63,7 +63,7 @@ pub fn decode_sentinel(text: &str) -> Option<Cow<'_, str>> {
 }
 
 /// Checks that the header `name` is present once and (decoded) equals `expected`.
-pub fn expect_header(
+pub(crate) fn expect_header(
     headers: &HeaderMap,
     name: &HeaderName,
     label: &'static str,

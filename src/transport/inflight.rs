@@ -59,7 +59,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
 
     /// Registers request `id` of session `key`; the returned registration is what
     /// `Abortable::new` needs, and the guard removes the entry when dropped.
-    pub fn register(&self, key: K, id: OwnedId) -> (Registration<'_, K>, AbortRegistration) {
+    pub(crate) fn register(&self, key: K, id: OwnedId) -> (Registration<'_, K>, AbortRegistration) {
         let (handle, registration) = AbortHandle::new_pair();
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let mut shard = self.shard(&key);
@@ -74,7 +74,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
     }
 
     /// Cancels request `id` of session `key`, if it is in flight; `false` when unknown or done.
-    pub fn cancel(&self, key: &K, id: &OwnedId) -> bool {
+    pub(crate) fn cancel(&self, key: &K, id: &OwnedId) -> bool {
         let shard = self.shard(key);
         // Cancellations are rare: cloning the key for the lookup is fine.
         let found = shard
@@ -91,7 +91,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
     }
 
     /// Cancels every in-flight request of session `key` (the session ended); how many.
-    pub fn cancel_all(&self, key: &K) -> usize {
+    pub(crate) fn cancel_all(&self, key: &K) -> usize {
         let shard = self.shard(key);
         let handles: Vec<AbortHandle> = shard
             .iter()
@@ -125,7 +125,7 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
 
 /// Removes its request from the map when dropped.
 #[derive(Debug)]
-pub struct Registration<'a, K: Hash + Eq + Clone> {
+pub(crate) struct Registration<'a, K: Hash + Eq + Clone> {
     map: &'a InFlight<K>,
     entry: Option<(K, OwnedId)>,
     token: u64,
@@ -141,7 +141,7 @@ impl<K: Hash + Eq + Clone> Drop for Registration<'_, K> {
 
 /// The canonical [`OwnedId`] of a `requestId` given as JSON text (`7`, `"a"`); `None` when the
 /// text is not a string or an integer (such a cancellation names no request and is ignored).
-pub fn id_from_json(text: &[u8]) -> Option<OwnedId> {
+pub(crate) fn id_from_json(text: &[u8]) -> Option<OwnedId> {
     match serde_json::from_slice::<serde_json::Value>(text).ok()? {
         serde_json::Value::String(s) => Some(Id::Str(&s).to_owned_id()),
         serde_json::Value::Number(n) => {

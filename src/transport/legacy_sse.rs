@@ -48,10 +48,10 @@ use crate::protocol::{Era, ProtocolVersion};
 use crate::session::{Handshake, NewSession, Owner};
 
 /// The version a legacy session holds until its `initialize` negotiates one.
-pub const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V2024_11_05;
+pub(crate) const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V2024_11_05;
 
 /// The query parameter naming the session on `…/messages`.
-pub const SESSION_QUERY: &str = "sessionId";
+pub(crate) const SESSION_QUERY: &str = "sessionId";
 
 /// What stays literal in a path segment of the endpoint URL (RFC 3986 unreserved).
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -61,7 +61,7 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~');
 
 /// `GET …/sse`: mints a session and opens its stream.
-pub async fn open(
+pub(crate) async fn open(
     transport: &Arc<Transport>,
     parts: &Parts,
     target: &Target<'_>,
@@ -137,7 +137,7 @@ pub async fn open(
 }
 
 /// `POST …/messages?sessionId=…`: 202, the response follows on the session's stream.
-pub async fn post<B>(
+pub(crate) async fn post<B>(
     transport: &Arc<Transport>,
     parts: &Parts,
     body: B,
@@ -329,7 +329,7 @@ fn enabled(transport: &Transport) -> Result<(), Error> {
 }
 
 /// `/runtime/{tenant}/{client}/messages?sessionId={id}` with the segments percent-encoded.
-pub fn endpoint_url(tenant: &str, client: &str, session: &str) -> String {
+pub(crate) fn endpoint_url(tenant: &str, client: &str, session: &str) -> String {
     format!(
         "/runtime/{}/{}/messages?{SESSION_QUERY}={}",
         utf8_percent_encode(tenant, SEGMENT),
@@ -339,7 +339,7 @@ pub fn endpoint_url(tenant: &str, client: &str, session: &str) -> String {
 }
 
 /// The `sessionId` query parameter, percent-decoded; `None` when absent or not UTF-8.
-pub fn session_query(query: Option<&str>) -> Option<String> {
+pub(crate) fn session_query(query: Option<&str>) -> Option<String> {
     query?.split('&').find_map(|pair| {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         if name != SESSION_QUERY || value.is_empty() {

@@ -18,7 +18,7 @@ use crate::sse;
 const ENVELOPE: usize = 64;
 
 /// Appends the JSON-RPC response for `outcome` to `out`.
-pub fn write_outcome<'i>(
+pub(crate) fn write_outcome<'i>(
     out: &mut BytesMut,
     id: impl Into<IdRef<'i>>,
     outcome: &Result<Reply, McpError>,
@@ -30,13 +30,13 @@ pub fn write_outcome<'i>(
 }
 
 /// Appends `{"jsonrpc":"2.0","id":…,"result":<result>}`.
-pub fn write_result<'i>(out: &mut BytesMut, id: impl Into<IdRef<'i>>, result: &[u8]) {
+pub(crate) fn write_result<'i>(out: &mut BytesMut, id: impl Into<IdRef<'i>>, result: &[u8]) {
     jsonrpc::write_result_raw(out, id, result);
 }
 
 /// The `result` object of a reply. A `Listen` reply has no immediate result (the transport
 /// opens a stream for it); `{}` stands in should one reach an inline writer.
-pub fn result_bytes(reply: &Reply) -> &[u8] {
+pub(crate) fn result_bytes(reply: &Reply) -> &[u8] {
     match reply {
         Reply::Result(result) => result,
         Reply::Initialized { result, .. } => result,
@@ -46,14 +46,14 @@ pub fn result_bytes(reply: &Reply) -> &[u8] {
 
 /// Appends the in-band JSON-RPC error response of `err` (with its `data` when it has one): its
 /// code from the one table, written by the one error writer ([`crate::rescue`]).
-pub fn write_mcp_error<'i>(out: &mut BytesMut, id: impl Into<IdRef<'i>>, err: &McpError) {
+pub(crate) fn write_mcp_error<'i>(out: &mut BytesMut, id: impl Into<IdRef<'i>>, err: &McpError) {
     let data = err.data();
     crate::rescue::write_error(out, id, err.code(), &err.to_string(), data.as_deref());
 }
 
 /// How an inline answer is framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// `Content-Type: application/json`, the message as the whole body.
     Json,
     /// `Content-Type: text/event-stream`: optional leading frames, then the message as one
@@ -63,7 +63,7 @@ pub enum Framing {
 
 /// Builds the inline answer: one JSON body, or the SSE frames `lead` followed by one message
 /// frame (with event id `event_id`) carrying what `write` appends.
-pub fn inline(
+pub(crate) fn inline(
     status: StatusCode,
     framing: Framing,
     lead: SmallVec<[Bytes; INLINE_FRAMES]>,

@@ -29,14 +29,18 @@ use crate::mcp::federated::FederatedCall;
 use crate::sse::Encoder;
 
 /// The comment every source-results stream opens with.
-pub const OPENING_COMMENT: &[u8] = b": bos/source-results/v1\n\n";
+pub(crate) const OPENING_COMMENT: &[u8] = b": bos/source-results/v1\n\n";
 
 /// Frames buffered between the run and the connection; a slow client makes the run (and so its
 /// sources) wait instead of growing memory.
 const CHANNEL_FRAMES: usize = 32;
 
 /// Answers `id` with the event stream of `call`, running it on its own task.
-pub fn respond(transport: &Transport, id: Id<'_>, call: Box<FederatedCall>) -> Response<Body> {
+pub(crate) fn respond(
+    transport: &Transport,
+    id: Id<'_>,
+    call: Box<FederatedCall>,
+) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_FRAMES);
     // A fresh channel has room for the opening comment.
     let _ = tx.try_send(Bytes::from_static(OPENING_COMMENT));

@@ -39,7 +39,7 @@ use crate::session::Owner;
 use crate::sse;
 
 /// Handles one stateless-era POST.
-pub async fn post(
+pub(crate) async fn post(
     transport: &Transport,
     parts: &Parts,
     accept: &Accept,
@@ -101,7 +101,7 @@ pub async fn post(
 
 /// JSON or SSE for an inline answer: SSE when the client prefers it, or on a tie when so
 /// configured.
-pub fn framing(accept: &Accept, sse_by_default: bool) -> Framing {
+pub(crate) fn framing(accept: &Accept, sse_by_default: bool) -> Framing {
     match accept.preferred() {
         Some(MediaKind::EventStream) => Framing::Sse,
         Some(MediaKind::Json) => Framing::Json,

@@ -68,25 +68,25 @@ mod writer;
 pub use deliver::list_changed_message;
 pub use id::{parse_event_id, EventId, ParsedEventId};
 pub use janitor::spawn_janitor;
-pub use writer::{Reservation, StreamWriter};
+pub(crate) use writer::{Reservation, StreamWriter};
 
 use id::{is_instance_id, random_instance_id};
 use shard::{shrink_if_sparse, SessionStreams, StreamIdHashBuilder, SHARDS};
 use state::{with_encoder, Live, Log, State, Stream};
 
 /// Default time a finished `Post` stream (or a disconnected `Get` stream) stays resumable.
-pub const DEFAULT_RETAIN: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_RETAIN: Duration = Duration::from_secs(60);
 
 /// Default number of recent frames each resumable stream keeps; a client whose last event id
 /// is older than the ring gets a fresh stream with nothing replayed.
-pub const DEFAULT_RETAIN_EVENTS: usize = 64;
+pub(crate) const DEFAULT_RETAIN_EVENTS: usize = 64;
 
 /// Default `stream_queue_messages`: frames one stream may hold queued for its connection
 /// (including those reserved by requests still running, on the legacy `/sse` stream). When it
 /// is full a legacy POST is refused (503 with a JSON-RPC error, nothing runs) and a
 /// server-originated notification closes the connection instead (the client reconnects, and
 /// resumes where it can); a POST answer's own writer waits for room.
-pub const DEFAULT_STREAM_QUEUE_MESSAGES: usize = 64;
+pub(crate) const DEFAULT_STREAM_QUEUE_MESSAGES: usize = 64;
 
 /// Default `stream_queue_bytes`: bytes one stream may hold queued for its connection (and
 /// reserved), and bytes one stream's retention ring keeps. A frame is queued while the queue
@@ -95,23 +95,23 @@ pub const DEFAULT_STREAM_QUEUE_MESSAGES: usize = 64;
 pub const DEFAULT_STREAM_QUEUE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Default interval of the janitor's sweep (expired sessions, dropped streams).
-pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// The keep-alive scan runs this many times per keep-alive interval.
-pub const KEEPALIVE_TICKS: u32 = 3;
+pub(crate) const KEEPALIVE_TICKS: u32 = 3;
 
 /// Most `Post` streams one session keeps; opening one more drops the oldest finished one, so a
 /// client firing many requests cannot grow retention without bound.
-pub const MAX_POSTS_PER_SESSION: usize = 16;
+pub(crate) const MAX_POSTS_PER_SESSION: usize = 16;
 
 /// Default `max_streams_per_session`.
-pub const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 8;
+pub(crate) const DEFAULT_MAX_STREAMS_PER_SESSION: usize = 8;
 
 /// Length of a generated instance id (random base64url characters).
-pub const INSTANCE_ID_LEN: usize = 6;
+pub(crate) const INSTANCE_ID_LEN: usize = 6;
 
 /// Longest configurable instance id (`[A-Za-z0-9_-]`); anything else is refused at start.
-pub const MAX_INSTANCE_LEN: usize = 16;
+pub(crate) const MAX_INSTANCE_LEN: usize = 16;
 
 // === config and errors ===
 
@@ -203,7 +203,7 @@ pub enum StreamKind {
 
 impl StreamKind {
     /// True for kinds whose frames carry event ids and are kept for resumption.
-    pub fn is_resumable(&self) -> bool {
+    pub(crate) fn is_resumable(&self) -> bool {
         matches!(self, Self::Get | Self::Post)
     }
 }
@@ -331,7 +331,7 @@ impl StreamRegistry {
     /// [`StreamWriter::push_priming`]`(None)`, [`StreamWriter::push`] and
     /// [`StreamWriter::finish`], without the writer's per-frame locking. Returns the priming
     /// frame (when asked for) and the message frame.
-    pub fn inline_answer(
+    pub(crate) fn inline_answer(
         &self,
         session: SessionId,
         owner: Owner<'_>,
@@ -418,7 +418,11 @@ impl StreamRegistry {
     /// (what the caller holds until the message is ready), so a request whose answer goes there is refused *before* it
     /// runs when the queue is full ([`StreamError::Full`]) instead of waiting in memory for a
     /// reader. [`StreamError::Closed`] when no live legacy stream is held here.
-    pub fn reserve(&self, session: &SessionId, bytes: usize) -> Result<Reservation, StreamError> {
+    pub(crate) fn reserve(
+        &self,
+        session: &SessionId,
+        bytes: usize,
+    ) -> Result<Reservation, StreamError> {
         let stream = self
             .legacy(session)
             .map(|writer| Arc::clone(&writer.stream))
@@ -565,7 +569,7 @@ impl StreamRegistry {
     }
 
     /// Streams with a live connection, per tenant (for the `sluice_active_streams` gauge).
-    pub fn live_by_tenant(&self) -> Vec<(String, i64)> {
+    pub(crate) fn live_by_tenant(&self) -> Vec<(String, i64)> {
         let mut counts: HashMap<String, i64> = HashMap::new();
         for shard in self.inner.streams.shards() {
             for stream in shard.values() {
@@ -587,7 +591,7 @@ impl StreamRegistry {
 
     /// Every session holding at least one stream here (live or retained for resumption), with
     /// its owner: what a shared backplane registers this instance as the holder of.
-    pub fn held_sessions(&self) -> Vec<(SessionId, OwnerKey)> {
+    pub(crate) fn held_sessions(&self) -> Vec<(SessionId, OwnerKey)> {
         let mut held = Vec::new();
         for sessions in self.inner.sessions.shards() {
             held.extend(sessions.iter().filter_map(|(session, entry)| {

@@ -32,7 +32,7 @@ use crate::protocol::{Era, ProtocolVersion};
 
 /// Handles one request on the MCP endpoint, after the gate ([`crate::access`]) admitted it:
 /// Origin, tenant and client, and the caller's credential are checked already.
-pub async fn handle<B>(
+pub(crate) async fn handle<B>(
     transport: &Arc<Transport>,
     parts: &Parts,
     body: B,
@@ -54,7 +54,7 @@ where
 /// 403 `insufficient_scope` when `message` calls a tool whose own scope the caller lacks (the
 /// tenant's baseline scopes were checked by the gate). Runs before dispatch in both eras, so the
 /// refusal is an HTTP status the client can act on, not an in-band result.
-pub fn check_tool_scope(
+pub(crate) fn check_tool_scope(
     transport: &Transport,
     view: &ClientView,
     caller: &Caller,
@@ -82,7 +82,7 @@ pub fn check_tool_scope(
 ///
 /// "The client MUST include an Accept header, listing both application/json and text/event-stream
 /// as supported content types." Wildcards and parameters count (`docs/mcp-pitfalls.md` point 5).
-pub fn check_post_headers(parts: &Parts) -> Result<Accept, Error> {
+pub(crate) fn check_post_headers(parts: &Parts) -> Result<Accept, Error> {
     let accept = Accept::from_headers(&parts.headers);
     if !(accept.accepts_json() && accept.accepts_sse()) {
         return Err(Error::NotAcceptable(
@@ -102,7 +102,7 @@ pub fn check_post_headers(parts: &Parts) -> Result<Accept, Error> {
 }
 
 /// Collects the body within the configured size limit and read timeout.
-pub async fn read_body<B>(
+pub(crate) async fn read_body<B>(
     parts: &Parts,
     body: B,
     settings: &super::Settings,
@@ -123,7 +123,7 @@ where
 
 /// A body that is not a usable JSON-RPC message: not JSON (-32700), or not a valid request
 /// (-32600, with the id when it could be read), as the parser classified it.
-pub fn parse_error(err: jsonrpc::ParseError) -> Error {
+pub(crate) fn parse_error(err: jsonrpc::ParseError) -> Error {
     let jsonrpc::ParseError { code, message, id } = err;
     if code == ErrorCode::PARSE_ERROR {
         Error::ParseError { message, id }
@@ -169,7 +169,7 @@ where
 }
 
 /// The era of a POSTed message, body first (`docs/eras.md`).
-pub fn classify(parts: &Parts, message: &Message<'_>) -> Era {
+pub(crate) fn classify(parts: &Parts, message: &Message<'_>) -> Era {
     let (method, params) = match message {
         Message::Request { method, params, .. } | Message::Notification { method, params } => {
             (*method, params.as_ref())
@@ -202,7 +202,7 @@ pub fn classify(parts: &Parts, message: &Message<'_>) -> Era {
 }
 
 /// Whether `params._meta` holds the stateless-era protocol version key (whatever its value).
-pub fn has_meta_version(params: Option<&Payload<'_>>) -> bool {
+pub(crate) fn has_meta_version(params: Option<&Payload<'_>>) -> bool {
     params.is_some_and(|params| {
         params
             .value()
@@ -210,9 +210,4 @@ pub fn has_meta_version(params: Option<&Payload<'_>>) -> bool {
             .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
             .is_some()
     })
-}
-
-/// -32600 on 400, e.g. for a stateless-era response POST.
-pub fn invalid_request(message: &'static str) -> Error {
-    Error::InvalidRequest { message, id: None }
 }

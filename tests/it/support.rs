@@ -28,37 +28,37 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-pub use auth::{auth_fixture, rsa1};
-pub use client::{
+pub(crate) use auth::{auth_fixture, rsa1};
+pub(crate) use client::{
     open, post, raw, raw_status, read_until_closed, request, request_to_host, send, write_request,
 };
-pub use downstream::{
+pub(crate) use downstream::{
     full, http_server, Answer, Answered, Downstream, DownstreamBuilder, Received,
 };
-pub use mcp::{
+pub(crate) use mcp::{
     call_body, initialize_body, modern_meta, session, stateless_meta, INITIALIZED, MODERN,
 };
-pub use process::{signal, Binary};
-pub use reply::Reply;
-pub use server::{demo, ServerBuilder, TestServer};
-pub use sse::SseReader;
-pub use stack::{added_tools, echo_tool, Fixture, Stack, Tools};
+pub(crate) use process::{signal, Binary};
+pub(crate) use reply::Reply;
+pub(crate) use server::{demo, ServerBuilder, TestServer};
+pub(crate) use sse::SseReader;
+pub(crate) use stack::{added_tools, echo_tool, Fixture, Stack, Tools};
 
 /// The hang guard of every exchange: a test that waits longer has found a hang.
-pub const GUARD: Duration = Duration::from_secs(20);
+pub(crate) const GUARD: Duration = Duration::from_secs(20);
 
 /// The `Accept` of an MCP client that takes either answer.
-pub const BOTH: &str = "application/json, text/event-stream";
+pub(crate) const BOTH: &str = "application/json, text/event-stream";
 
 /// The MCP endpoint of tenant `acme`, client `app`.
-pub const MCP: &str = "/runtime/acme/app/mcp";
+pub(crate) const MCP: &str = "/runtime/acme/app/mcp";
 
 /// A fresh directory under the system temporary directory, removed when dropped.
-pub struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
     /// `sluice-it-{name}-{pid}-{n}`, created.
-    pub fn new(name: &str) -> TempDir {
+    pub(crate) fn new(name: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "sluice-it-{name}-{}-{}",
@@ -69,12 +69,12 @@ impl TempDir {
         TempDir(dir)
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 
     /// A path inside the directory.
-    pub fn join(&self, name: &str) -> PathBuf {
+    pub(crate) fn join(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }

@@ -88,7 +88,7 @@ pub enum Step {
 }
 
 /// A path into the to tree.
-pub type Steps = SmallVec<[Step; 6]>;
+pub(crate) type Steps = SmallVec<[Step; 6]>;
 
 /// A mapped field.
 #[derive(Debug, Clone)]
@@ -567,11 +567,4 @@ fn key_json(key: &str) -> Box<str> {
     }
     out.push_str("\":");
     out.into()
-}
-
-impl Translation {
-    /// Whether any field maps into the to document's body.
-    pub fn has_body(&self) -> bool {
-        !self.to.is_empty()
-    }
 }

@@ -10,7 +10,7 @@ use super::{PlanProblem, Translation};
 use crate::config::Location;
 
 /// Longest URL template accepted, in bytes; longer templates are a plan problem.
-pub const MAX_URL_TEMPLATE_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_URL_TEMPLATE_BYTES: usize = 8 * 1024;
 
 /// A URL template such as `https://api/customers/{id}/orders?limit=10`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -133,7 +133,9 @@ enum Routing {
 
 /// The scripts, hashed once.
 struct Scripts {
+    #[cfg(test)]
     refresh: Script,
+    #[cfg(test)]
     unregister: Script,
     route: Script,
     probe: Script,
@@ -243,7 +245,9 @@ impl RedisBackplane {
             _subscription: subscription,
             receiver,
             scripts: Scripts {
+                #[cfg(test)]
                 refresh: Script::new(REFRESH),
+                #[cfg(test)]
                 unregister: Script::new(UNREGISTER),
                 route: Script::new(ROUTE),
                 probe: Script::new(PROBE),
@@ -276,7 +280,7 @@ impl RedisBackplane {
 
     /// Whether this instance hears its channels now: false from a disconnect of the subscriber
     /// connection until Redis confirmed the renewed subscriptions (`/readyz` is 503 meanwhile).
-    pub fn is_subscribed(&self) -> bool {
+    pub(crate) fn is_subscribed(&self) -> bool {
         self.receiver.is_subscribed()
     }
 
@@ -284,7 +288,7 @@ impl RedisBackplane {
     /// can be delivered now: this instance's subscriptions are up, an instance holds the
     /// stream, and its channel has a subscriber (one round trip). Checked before a request
     /// whose answer must travel is accepted, so it is refused rather than accepted and lost.
-    pub async fn reachable(
+    pub(crate) async fn reachable(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -312,7 +316,7 @@ impl RedisBackplane {
 
     /// One `PING` on the command connection (`/readyz`: the backplane's connection is not the
     /// store's, and must answer too).
-    pub async fn ping(&self) -> Result<(), BackplaneError> {
+    pub(crate) async fn ping(&self) -> Result<(), BackplaneError> {
         let mut connection = self.connection.clone();
         bounded(
             self.command_timeout,
@@ -323,14 +327,14 @@ impl RedisBackplane {
     }
 
     /// This instance's id as it appears in the registry (escaped).
-    pub fn instance_id(&self) -> &str {
+    pub(crate) fn instance_id(&self) -> &str {
         &self.instance_id
     }
 
     /// Records that this instance holds a live stream of `session` for `owner` (call when a
     /// GET, retained POST or legacy `/sse` stream opens). Several streams of one session may
     /// be registered; the registration lasts until the last is unregistered.
-    pub async fn register_holder(
+    pub(crate) async fn register_holder(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -371,7 +375,8 @@ impl RedisBackplane {
     /// Extends this instance's registration for `session` by the holder TTL (call well within
     /// it, e.g. from the stream's keep-alive). `Ok(false)` when another instance holds the
     /// stream now (the client reconnected elsewhere): this stream should end.
-    pub async fn refresh(
+    #[cfg(test)]
+    pub(crate) async fn refresh(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -391,7 +396,8 @@ impl RedisBackplane {
 
     /// Refreshes every registration this instance holds, in one round trip; returns how many
     /// are still ours.
-    pub async fn refresh_all(&self) -> Result<usize, BackplaneError> {
+    #[cfg(test)]
+    pub(crate) async fn refresh_all(&self) -> Result<usize, BackplaneError> {
         let pipeline = self.refresh_pipeline();
         if pipeline.cmd_iter().next().is_none() {
             return Ok(0);
@@ -404,7 +410,8 @@ impl RedisBackplane {
 
     /// Drops one stream of `session` from this instance; the last one removes the
     /// registration (only if it is still ours).
-    pub async fn unregister(
+    #[cfg(test)]
+    pub(crate) async fn unregister(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -441,7 +448,7 @@ impl RedisBackplane {
     }
 
     /// The instance holding a live stream of `session` for `owner`, if any.
-    pub async fn holder_of(
+    pub(crate) async fn holder_of(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -478,7 +485,7 @@ impl RedisBackplane {
     /// renewed after a Redis restart) or Redis does not answer, tries again, pausing up to
     /// [`PATIENT_RETRY_MAX`], for at most the holder TTL (a holder silent that long is gone:
     /// its registration expires). Gives up at once when no instance holds the stream.
-    pub async fn publish_patiently(
+    pub(crate) async fn publish_patiently(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -554,7 +561,7 @@ impl RedisBackplane {
 
     /// Asks the instance holding a stream of `session` for `owner` (if another one) to end
     /// that session's streams: it was deleted here. Best effort, one round trip.
-    pub async fn publish_close(
+    pub(crate) async fn publish_close(
         &self,
         owner: Owner<'_>,
         session: &SessionId,
@@ -579,7 +586,7 @@ impl RedisBackplane {
     /// Announces that this instance reloaded its configuration: bumps the deployment's
     /// configuration version and tells every other instance (one round trip). Returns the new
     /// version.
-    pub async fn announce_reload(&self) -> Result<u64, BackplaneError> {
+    pub(crate) async fn announce_reload(&self) -> Result<u64, BackplaneError> {
         let mut head = vec![KIND_RELOAD];
         head.extend_from_slice(self.instance_id.as_bytes());
         head.push(b':');
@@ -595,7 +602,7 @@ impl RedisBackplane {
     }
 
     /// The deployment's configuration version (0 before any reload was announced).
-    pub async fn config_version(&self) -> Result<u64, BackplaneError> {
+    pub(crate) async fn config_version(&self) -> Result<u64, BackplaneError> {
         let mut connection = self.connection.clone();
         let version: Option<u64> = bounded(
             self.command_timeout,

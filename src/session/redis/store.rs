@@ -231,7 +231,7 @@ impl RedisStore {
     }
 
     /// One `PING` (readiness probes).
-    pub async fn ping(&self) -> Result<(), SessionError> {
+    pub(crate) async fn ping(&self) -> Result<(), SessionError> {
         let mut connection = self.connection.clone();
         bounded(
             self.command_timeout,

@@ -257,7 +257,7 @@ impl Drop for StreamWriter {
 /// Room held on a stream's queue for one message still being produced (a legacy request
 /// running): a frame of the channel and some bytes of its budget. Dropping it unsent gives both
 /// back.
-pub struct Reservation {
+pub(crate) struct Reservation {
     pub(super) stream: Arc<Stream>,
     pub(super) registry: Arc<Inner>,
     pub(super) permit: Option<mpsc::OwnedPermit<Bytes>>,
@@ -283,7 +283,7 @@ impl Reservation {
     /// connection it was reserved on has gone, a resumable stream keeps the message in its
     /// ring (or hands it to the connection that replaced it, if that has room). Returns true
     /// when it was queued for a connection.
-    pub fn send(mut self, message: &[u8]) -> bool {
+    pub(crate) fn send(mut self, message: &[u8]) -> bool {
         let Some(permit) = self.permit.take() else {
             return false;
         };

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use jsonwebtoken::EncodingKey;
 
 /// The bytes of `tests/fixtures/auth/{name}`.
-pub fn auth_fixture(name: &str) -> Vec<u8> {
+pub(crate) fn auth_fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/auth")
         .join(name);
@@ -14,6 +14,6 @@ pub fn auth_fixture(name: &str) -> Vec<u8> {
 }
 
 /// The RSA signing key `rsa1.pem` (its public half is the JWKS key `k1` of the tests).
-pub fn rsa1() -> EncodingKey {
+pub(crate) fn rsa1() -> EncodingKey {
     EncodingKey::from_rsa_pem(&auth_fixture("rsa1.pem")).expect("rsa1")
 }

@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use super::{Reply, BOTH, GUARD};
 
 /// A request to `addr` with a `Host` header, these headers and this body.
-pub fn request(
+pub(crate) fn request(
     addr: SocketAddr,
     method: Method,
     path: &str,
@@ -28,7 +28,7 @@ pub fn request(
 
 /// A request with `Host: {host}` (a public name, say, where the socket is on 127.0.0.1), these
 /// headers and this body.
-pub fn request_to_host(
+pub(crate) fn request_to_host(
     host: &str,
     method: Method,
     path: &str,
@@ -60,13 +60,18 @@ fn post_headers<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
 
 /// A JSON POST of `body` to `path` accepting JSON and SSE, plus `extra` headers (see
 /// [`post_headers`]), on a fresh connection.
-pub async fn post(addr: SocketAddr, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {
+pub(crate) async fn post(
+    addr: SocketAddr,
+    path: &str,
+    extra: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let headers = post_headers(extra);
     send(addr, request(addr, Method::POST, path, &headers, body)).await
 }
 
 /// Sends on a fresh HTTP/1.1 connection and returns the head and the streaming body.
-pub async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> http::Response<Incoming> {
+pub(crate) async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> http::Response<Incoming> {
     let stream = TcpStream::connect(addr).await.expect("connect");
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -79,7 +84,7 @@ pub async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> http::Response
 }
 
 /// Sends on a fresh connection and collects the whole answer.
-pub async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
+pub(crate) async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
     let (parts, body) = open(addr, req).await.into_parts();
     let body = tokio::time::timeout(GUARD, body.collect())
         .await
@@ -94,7 +99,7 @@ pub async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Reply {
 }
 
 /// Writes `bytes` on a fresh connection and reads until the server closes it.
-pub async fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
+pub(crate) async fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(bytes).await.expect("write");
     let mut out = Vec::new();
@@ -105,7 +110,7 @@ pub async fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
 
 /// Writes `raw` on a fresh connection and returns the status code of the answer (read up to
 /// the end of its head).
-pub async fn raw_status(addr: SocketAddr, raw: &str) -> u16 {
+pub(crate) async fn raw_status(addr: SocketAddr, raw: &str) -> u16 {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(raw.as_bytes()).await.expect("write");
     let mut answer = Vec::new();
@@ -127,7 +132,7 @@ pub async fn raw_status(addr: SocketAddr, raw: &str) -> u16 {
 
 /// Writes `req` (with a `Content-Length`) on a raw connection and returns the socket, so the
 /// test can drop it (the client going away) while the call runs.
-pub async fn write_request(addr: SocketAddr, req: &Request<Full<Bytes>>) -> TcpStream {
+pub(crate) async fn write_request(addr: SocketAddr, req: &Request<Full<Bytes>>) -> TcpStream {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     let body = req.body().clone().collect().await.expect("body").to_bytes();
     let mut head = format!("{} {} HTTP/1.1\r\n", req.method(), req.uri());
@@ -142,7 +147,7 @@ pub async fn write_request(addr: SocketAddr, req: &Request<Full<Bytes>>) -> TcpS
 
 /// Everything the server sends until it closes the connection (a hang fails the test); a
 /// reset after the answer still returns what arrived.
-pub async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
+pub(crate) async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
     let mut out = Vec::new();
     let read = tokio::time::timeout(GUARD, stream.read_to_end(&mut out)).await;
     match read.expect("the server closes the connection") {

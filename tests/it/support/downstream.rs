@@ -25,14 +25,14 @@ use tokio::sync::{mpsc, Notify};
 use super::GUARD;
 
 /// What a fake answers with: any body.
-pub type Answered = Response<BoxBody<Bytes, Infallible>>;
+pub(crate) type Answered = Response<BoxBody<Bytes, Infallible>>;
 
 type Handler =
     Arc<dyn Fn(Received) -> Pin<Box<dyn Future<Output = Answered> + Send>> + Send + Sync>;
 
 /// One request as the fake received it (its body read whole).
 #[derive(Debug, Clone)]
-pub struct Received {
+pub(crate) struct Received {
     pub method: Method,
     /// The request target as sent (origin form: path and query).
     pub uri: String,
@@ -42,7 +42,7 @@ pub struct Received {
 
 /// Serves `handle` on a fresh 127.0.0.1 listener, one task per connection; the listener lives
 /// as long as the test's runtime.
-pub async fn http_server<F, Fut>(handle: F) -> SocketAddr
+pub(crate) async fn http_server<F, Fut>(handle: F) -> SocketAddr
 where
     F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Answered> + Send + 'static,
@@ -67,7 +67,7 @@ where
 }
 
 /// A whole answer with this status and body (no `Content-Type`).
-pub fn full(status: u16, body: impl Into<Bytes>) -> Answered {
+pub(crate) fn full(status: u16, body: impl Into<Bytes>) -> Answered {
     let mut answer = Response::new(Full::new(body.into()).boxed());
     *answer.status_mut() = StatusCode::from_u16(status).expect("status");
     answer
@@ -84,7 +84,7 @@ fn json(body: impl Into<Bytes>) -> Answered {
 }
 
 /// How a route answers.
-pub enum Answer {
+pub(crate) enum Answer {
     /// `200 application/json` with this body.
     Json(&'static str),
     /// This status and body, without a `Content-Type`.
@@ -103,7 +103,7 @@ pub enum Answer {
 
 impl Answer {
     /// A route answered by `handle`.
-    pub fn with<F, Fut>(handle: F) -> Answer
+    pub(crate) fn with<F, Fut>(handle: F) -> Answer
     where
         F: Fn(Received) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Answered> + Send + 'static,
@@ -113,13 +113,13 @@ impl Answer {
 }
 
 /// A fake API being configured.
-pub struct DownstreamBuilder {
+pub(crate) struct DownstreamBuilder {
     routes: HashMap<String, Answer>,
     fallback: Option<Answer>,
 }
 
 /// A running fake API: its address and what it has seen.
-pub struct Downstream {
+pub(crate) struct Downstream {
     pub addr: SocketAddr,
     state: Arc<State>,
 }
@@ -160,7 +160,7 @@ impl Drop for DropSignal {
 impl Downstream {
     /// A fake with no routes yet; unknown paths answer 404.
     #[allow(clippy::new_ret_no_self)]
-    pub fn new() -> DownstreamBuilder {
+    pub(crate) fn new() -> DownstreamBuilder {
         DownstreamBuilder {
             routes: HashMap::new(),
             fallback: None,
@@ -168,44 +168,44 @@ impl Downstream {
     }
 
     /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<Received> {
+    pub(crate) fn requests(&self) -> Vec<Received> {
         self.state.received.lock().expect("lock").clone()
     }
 
     /// The one request received so far (fails when there were more or none).
-    pub fn only(&self) -> Received {
+    pub(crate) fn only(&self) -> Received {
         let all = self.requests();
         assert_eq!(all.len(), 1, "{all:#?}");
         all.into_iter().next().expect("one request")
     }
 
     /// Path and query of every request received so far, in order.
-    pub fn seen(&self) -> Vec<String> {
+    pub(crate) fn seen(&self) -> Vec<String> {
         self.requests().into_iter().map(|r| r.uri).collect()
     }
 
     /// The headers of every request received so far, in order.
-    pub fn headers(&self) -> Vec<HeaderMap> {
+    pub(crate) fn headers(&self) -> Vec<HeaderMap> {
         self.requests().into_iter().map(|r| r.headers).collect()
     }
 
     /// How many requests have arrived so far.
-    pub fn hits(&self) -> usize {
+    pub(crate) fn hits(&self) -> usize {
         self.state.received.lock().expect("lock").len()
     }
 
     /// How many connections the fake has accepted so far.
-    pub fn connections(&self) -> usize {
+    pub(crate) fn connections(&self) -> usize {
         self.state.connections.load(Ordering::SeqCst)
     }
 
     /// How many requests have reached a held route so far.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.state.held.load(Ordering::SeqCst)
     }
 
     /// Waits until `n` requests have reached a held route.
-    pub async fn wait_held(&self, n: usize) {
+    pub(crate) async fn wait_held(&self, n: usize) {
         tokio::time::timeout(GUARD, async {
             while self.held() < n {
                 let entered = self.state.entered.notified();
@@ -220,14 +220,14 @@ impl Downstream {
     }
 
     /// Waits for the next request to reach a held route.
-    pub async fn wait_entered(&self) {
+    pub(crate) async fn wait_entered(&self) {
         let mut rx = self.state.entered_rx.lock().await;
         let got = tokio::time::timeout(GUARD, rx.recv()).await;
         assert!(matches!(got, Ok(Some(()))), "downstream was not called");
     }
 
     /// Waits for the next held request to be dropped unanswered; returns its path.
-    pub async fn wait_dropped(&self) -> String {
+    pub(crate) async fn wait_dropped(&self) -> String {
         let mut rx = self.state.dropped_rx.lock().await;
         let got = tokio::time::timeout(GUARD, rx.recv()).await;
         match got {
@@ -237,25 +237,25 @@ impl Downstream {
     }
 
     /// Lets every request waiting on a `Hold` route answer.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         self.state.release.notify_waiters();
     }
 }
 
 impl DownstreamBuilder {
     /// Answers `path` (exact match, query aside) with `answer`.
-    pub fn route(mut self, path: &str, answer: Answer) -> Self {
+    pub(crate) fn route(mut self, path: &str, answer: Answer) -> Self {
         self.routes.insert(path.to_owned(), answer);
         self
     }
 
     /// Answers every path without a route with `answer`.
-    pub fn fallback(mut self, answer: Answer) -> Self {
+    pub(crate) fn fallback(mut self, answer: Answer) -> Self {
         self.fallback = Some(answer);
         self
     }
 
-    pub async fn start(self) -> Downstream {
+    pub(crate) async fn start(self) -> Downstream {
         let (entered_tx, entered_rx) = mpsc::unbounded_channel();
         let (dropped_tx, dropped_rx) = mpsc::unbounded_channel();
         let state = Arc::new(State {

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use super::post;
 
 /// The first stateless-era protocol version (MCP 2026-07-28).
-pub const MODERN: &str = "2026-07-28";
+pub(crate) const MODERN: &str = "2026-07-28";
 
 /// An `initialize` request (id 0) at `version`.
-pub fn initialize_body(version: &str) -> String {
+pub(crate) fn initialize_body(version: &str) -> String {
     json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion": version,
         "capabilities": {},
@@ -22,24 +22,24 @@ pub fn initialize_body(version: &str) -> String {
 }
 
 /// The `notifications/initialized` notification.
-pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+pub(crate) const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// A `tools/call` request.
-pub fn call_body(id: u64, tool: &str, arguments: Value) -> String {
+pub(crate) fn call_body(id: u64, tool: &str, arguments: Value) -> String {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
            "params":{"name":tool,"arguments":arguments}})
     .to_string()
 }
 
 /// The `_meta` every stateless-era request carries: the version and no client capabilities.
-pub fn modern_meta() -> Value {
+pub(crate) fn modern_meta() -> Value {
     json!({"io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {}})
 }
 
 /// Adds to a request's `_meta` what a stateless-era client names besides its capabilities:
 /// the protocol version ([`MODERN`]) and the client (`it` 1).
-pub fn stateless_meta(meta: &mut serde_json::Map<String, Value>) {
+pub(crate) fn stateless_meta(meta: &mut serde_json::Map<String, Value>) {
     meta.insert(
         "io.modelcontextprotocol/protocolVersion".into(),
         json!(MODERN),
@@ -52,7 +52,7 @@ pub fn stateless_meta(meta: &mut serde_json::Map<String, Value>) {
 
 /// Opens a handshake-era session at `path` (answers preferred as JSON): `initialize` at
 /// `version`, then `notifications/initialized`; returns the session id.
-pub async fn session(addr: SocketAddr, path: &str, version: &str) -> String {
+pub(crate) async fn session(addr: SocketAddr, path: &str, version: &str) -> String {
     let reply = post(
         addr,
         path,

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{TempDir, GUARD};
 
 /// A running `sluice serve`; its configuration must log JSON (`[server.log] format = "json"`).
-pub struct Binary {
+pub(crate) struct Binary {
     pub child: Child,
     lines: mpsc::Receiver<Value>,
     _dir: TempDir,
@@ -21,13 +21,13 @@ pub struct Binary {
 impl Binary {
     /// Runs `sluice serve --config` over `config` (written to a fresh directory named after
     /// `name`).
-    pub fn start(name: &str, config: &str) -> Binary {
+    pub(crate) fn start(name: &str, config: &str) -> Binary {
         Self::start_in_shell(name, config, None)
     }
 
     /// Like [`Binary::start`], through `sh -c "{shell_prefix} exec sluice …"` so a test can set
     /// limits (`ulimit`) first.
-    pub fn start_in_shell(name: &str, config: &str, shell_prefix: Option<&str>) -> Binary {
+    pub(crate) fn start_in_shell(name: &str, config: &str, shell_prefix: Option<&str>) -> Binary {
         let dir = TempDir::new(name);
         let file = dir.join("sluice.toml");
         std::fs::write(&file, config).expect("config");
@@ -75,7 +75,7 @@ impl Binary {
     }
 
     /// The next log line whose message starts with `what` (hang guard [`GUARD`]).
-    pub fn next(&self, what: &str) -> Value {
+    pub(crate) fn next(&self, what: &str) -> Value {
         loop {
             let line = self
                 .lines
@@ -91,7 +91,7 @@ impl Binary {
     }
 
     /// The next log line whose message is exactly `message` (hang guard [`GUARD`]).
-    pub fn until(&self, message: &str) -> Value {
+    pub(crate) fn until(&self, message: &str) -> Value {
         loop {
             let line = self
                 .lines
@@ -104,7 +104,7 @@ impl Binary {
     }
 
     /// Every line logged from now on until none comes for `quiet`.
-    pub fn drain(&self, quiet: Duration) -> Vec<Value> {
+    pub(crate) fn drain(&self, quiet: Duration) -> Vec<Value> {
         let mut lines = Vec::new();
         while let Ok(line) = self.lines.recv_timeout(quiet) {
             lines.push(line);
@@ -113,7 +113,7 @@ impl Binary {
     }
 
     /// The address of the `listening` line.
-    pub fn addr(&self) -> String {
+    pub(crate) fn addr(&self) -> String {
         let listening = self.next("listening");
         listening["fields"]["addr"]
             .as_str()
@@ -122,12 +122,12 @@ impl Binary {
     }
 
     /// Sends signal `name` (`TERM`, `INT`, …) with `kill`.
-    pub fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         signal(self.child.id(), name);
     }
 
     /// Waits for the exit, failing after `within`.
-    pub fn wait(&mut self, within: Duration) -> ExitStatus {
+    pub(crate) fn wait(&mut self, within: Duration) -> ExitStatus {
         let deadline = Instant::now() + within;
         loop {
             if let Some(exit) = self.child.try_wait().expect("try_wait") {
@@ -140,7 +140,7 @@ impl Binary {
 }
 
 /// Sends signal `name` (`TERM`, `INT`, …) to process `pid` with `kill`.
-pub fn signal(pid: u32, name: &str) {
+pub(crate) fn signal(pid: u32, name: &str) {
     let status = Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])
         .status()

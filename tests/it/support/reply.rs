@@ -7,7 +7,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 /// A whole answer: status, headers and the collected body.
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
@@ -17,7 +17,7 @@ impl Reply {
     /// The body as JSON; panics with the body when it is not. An SSE body (the default answer
     /// of a handshake-era request) stands for the data of its last `message` event, so tests
     /// that check the answer, not its framing, read both the same.
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let body = if self.header("content-type").starts_with("text/event-stream") {
             last_message(&self.body)
         } else {
@@ -32,7 +32,7 @@ impl Reply {
     }
 
     /// A header's value, or `""` when absent or not visible ASCII.
-    pub fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
@@ -40,17 +40,17 @@ impl Reply {
     }
 
     /// The `Content-Type`, or `""`.
-    pub fn content_type(&self) -> &str {
+    pub(crate) fn content_type(&self) -> &str {
         self.header("content-type")
     }
 
     /// The body as (lossy) UTF-8 text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
     /// Asserts a JSON-RPC error answer with this status, code and id; returns the body.
-    pub fn assert_error(&self, status: u16, code: i64, id: Value) -> Value {
+    pub(crate) fn assert_error(&self, status: u16, code: i64, id: Value) -> Value {
         assert_eq!(self.status.as_u16(), status, "body {:?}", self.text());
         assert_eq!(self.content_type(), "application/json");
         let body = self.json();
@@ -63,7 +63,7 @@ impl Reply {
 
     /// Asserts a transport-level refusal: `status` with a JSON-RPC error body (`id` null,
     /// code -32000); `what` names the case in failures.
-    pub fn assert_refused(&self, status: u16, what: &str) {
+    pub(crate) fn assert_refused(&self, status: u16, what: &str) {
         assert_eq!(self.status.as_u16(), status, "{what}: {:?}", self.text());
         assert_eq!(self.content_type(), "application/json", "{what}");
         let body = self.json();
@@ -73,7 +73,7 @@ impl Reply {
     }
 
     /// The SSE events of the whole body (asserts an event-stream answer).
-    pub fn events(&self) -> Vec<sluice::sse::Event> {
+    pub(crate) fn events(&self) -> Vec<sluice::sse::Event> {
         assert_eq!(self.content_type(), "text/event-stream");
         let mut decoder = sluice::sse::Decoder::new();
         let mut buf = BytesMut::from(&self.body[..]);
@@ -85,7 +85,7 @@ impl Reply {
     }
 
     /// The JSON messages of an SSE body (events with non-empty data).
-    pub fn messages(&self) -> Vec<Value> {
+    pub(crate) fn messages(&self) -> Vec<Value> {
         self.events()
             .iter()
             .filter(|e| !e.data.is_empty())

@@ -24,7 +24,7 @@ const ACME_APP: &str =
     "[[tenant]]\nid = \"acme\"\nauth = { anonymous = true }\n[[tenant.client]]\nid = \"app\"\n";
 
 /// A running `sluice::serve`; dropping it starts the drain (as SIGTERM would).
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub addr: SocketAddr,
     pub catalog: Arc<Catalog>,
     hooks: Option<Arc<TestHooks>>,
@@ -36,7 +36,7 @@ pub struct TestServer {
 type Configure = Box<dyn FnOnce(&mut ServeConfig)>;
 
 /// How a [`TestServer`] is configured before it starts.
-pub struct ServerBuilder {
+pub(crate) struct ServerBuilder {
     catalog: Arc<Catalog>,
     settings_from_catalog: bool,
     hooks: bool,
@@ -51,12 +51,12 @@ fn catalog(text: &str) -> Arc<Catalog> {
 
 impl TestServer {
     /// A server over this catalog text, with the `[server]` settings it names.
-    pub fn toml(text: &str) -> ServerBuilder {
+    pub(crate) fn toml(text: &str) -> ServerBuilder {
         Self::catalog(catalog(text))
     }
 
     /// A server over this catalog, with the `[server]` settings it names.
-    pub fn catalog(catalog: Arc<Catalog>) -> ServerBuilder {
+    pub(crate) fn catalog(catalog: Arc<Catalog>) -> ServerBuilder {
         ServerBuilder {
             catalog,
             settings_from_catalog: true,
@@ -67,7 +67,7 @@ impl TestServer {
 
     /// A server over [`ACME_APP`] with `ServeConfig::default()` and the test hooks: the
     /// HTTP plumbing without any `[server]` file settings.
-    pub fn acme() -> ServerBuilder {
+    pub(crate) fn acme() -> ServerBuilder {
         let mut builder = Self::toml(ACME_APP);
         builder.settings_from_catalog = false;
         builder.hooks = true;
@@ -75,18 +75,18 @@ impl TestServer {
     }
 
     /// `http://{addr}{path}`.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// A JSON POST of `body` to `path` accepting JSON and SSE, plus `extra` headers (which
     /// replace defaults of the same name), on a fresh connection.
-    pub async fn post(&self, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {
+    pub(crate) async fn post(&self, path: &str, extra: &[(&str, &str)], body: &str) -> Reply {
         super::post(self.addr, path, extra, body).await
     }
 
     /// A request to this server (with its `Host`).
-    pub fn request(
+    pub(crate) fn request(
         &self,
         method: Method,
         path: &str,
@@ -97,19 +97,19 @@ impl TestServer {
     }
 
     /// The test hooks (`/__test/hold`); panics when the server was started without them.
-    pub fn hooks(&self) -> &TestHooks {
+    pub(crate) fn hooks(&self) -> &TestHooks {
         self.hooks.as_deref().expect("a server started with hooks")
     }
 
     /// Starts the drain (as SIGTERM would); the server keeps answering until its grace ends.
-    pub fn shutdown(&mut self) {
+    pub(crate) fn shutdown(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
     }
 
     /// Waits (30 s at most) for `serve` to return after [`TestServer::shutdown`].
-    pub async fn finished(&mut self) -> std::io::Result<()> {
+    pub(crate) async fn finished(&mut self) -> std::io::Result<()> {
         let task = self.task.take().expect("serve task");
         tokio::time::timeout(Duration::from_secs(30), task)
             .await
@@ -119,7 +119,7 @@ impl TestServer {
 
     /// Starts the drain and waits ([`GUARD`] at most) for `serve` to return, whatever it
     /// returns.
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         self.shutdown();
         if let Some(task) = self.task.take() {
             let _ = tokio::time::timeout(GUARD, task).await;
@@ -127,7 +127,7 @@ impl TestServer {
     }
 
     /// Starts the drain and waits ([`GUARD`] at most) for `serve` to return successfully.
-    pub async fn shut_down(&mut self) {
+    pub(crate) async fn shut_down(&mut self) {
         self.shutdown();
         let task = self.task.take().expect("serve task");
         tokio::time::timeout(GUARD, task)
@@ -147,18 +147,18 @@ impl Drop for TestServer {
 impl ServerBuilder {
     /// Handshake-era POSTs answered as JSON when the client accepts both (`post_framing =
     /// "json"`).
-    pub fn json_posts(self) -> Self {
+    pub(crate) fn json_posts(self) -> Self {
         self.with(|config| config.post_framing = sluice::transport::PostFraming::Json)
     }
 
     /// Changes the configuration before the start (after the settings of the file).
-    pub fn with(mut self, configure: impl FnOnce(&mut ServeConfig) + 'static) -> Self {
+    pub(crate) fn with(mut self, configure: impl FnOnce(&mut ServeConfig) + 'static) -> Self {
         self.configure.push(Box::new(configure));
         self
     }
 
     /// Binds 127.0.0.1:0 and spawns `sluice::serve`.
-    pub async fn start(self) -> TestServer {
+    pub(crate) async fn start(self) -> TestServer {
         let mut config = if self.settings_from_catalog {
             ServeConfig::from_catalog(Arc::clone(&self.catalog))
         } else {
@@ -189,7 +189,7 @@ impl ServerBuilder {
 }
 
 /// sluice serving the bundled demo (`sluice demo`: the demo APIs and its configuration).
-pub async fn demo() -> TestServer {
+pub(crate) async fn demo() -> TestServer {
     let api = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", api.local_addr().expect("addr"));
     tokio::spawn(sluice::demo::serve_api(api, std::future::pending()));

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::{open, GUARD};
 
 /// An SSE response read event by event.
-pub struct SseReader {
+pub(crate) struct SseReader {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Incoming,
@@ -28,12 +28,12 @@ pub struct SseReader {
 
 impl SseReader {
     /// Sends `req` on a fresh connection and reads its answer.
-    pub async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> SseReader {
+    pub(crate) async fn open(addr: SocketAddr, req: Request<Full<Bytes>>) -> SseReader {
         Self::of(open(addr, req).await)
     }
 
     /// Reads this response.
-    pub fn of(response: http::Response<Incoming>) -> SseReader {
+    pub(crate) fn of(response: http::Response<Incoming>) -> SseReader {
         let (parts, body) = response.into_parts();
         SseReader {
             status: parts.status,
@@ -47,7 +47,7 @@ impl SseReader {
     }
 
     /// A body error (the server went away) reads as the end of the stream.
-    pub fn tolerant(mut self) -> SseReader {
+    pub(crate) fn tolerant(mut self) -> SseReader {
         self.tolerant = true;
         self
     }
@@ -64,12 +64,12 @@ impl SseReader {
     }
 
     /// The last event id the decoder has seen.
-    pub fn last_event_id(&self) -> Option<&[u8]> {
+    pub(crate) fn last_event_id(&self) -> Option<&[u8]> {
         self.decoder.last_event_id()
     }
 
     /// A header's value, or `""`.
-    pub fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
@@ -77,13 +77,13 @@ impl SseReader {
     }
 
     /// Reads one more body chunk; false when the body ended.
-    pub async fn read_chunk(&mut self) -> bool {
+    pub(crate) async fn read_chunk(&mut self) -> bool {
         self.next_chunk().await.is_some()
     }
 
     /// The next raw body chunk (to see comments and priming frames, which are not events); it
     /// is also kept for the event readers. `None` when the body ended.
-    pub async fn next_chunk(&mut self) -> Option<Bytes> {
+    pub(crate) async fn next_chunk(&mut self) -> Option<Bytes> {
         let frame = tokio::time::timeout(GUARD, self.body.frame())
             .await
             .expect("a chunk in time")?;
@@ -96,7 +96,7 @@ impl SseReader {
     /// The next dispatched event, or `None` when the stream ended. Comments and priming events
     /// (an id with empty data) are not events, and keep-alive comments do not extend the hang
     /// guard.
-    pub async fn next(&mut self) -> Option<sluice::sse::Event> {
+    pub(crate) async fn next(&mut self) -> Option<sluice::sse::Event> {
         let deadline = tokio::time::Instant::now() + GUARD;
         loop {
             if let Some(event) = self.decoder.decode(&mut self.buf).expect("valid SSE") {
@@ -116,7 +116,7 @@ impl SseReader {
     }
 
     /// The next message event's data as JSON (priming events, with empty data, are skipped).
-    pub async fn next_message(&mut self) -> Value {
+    pub(crate) async fn next_message(&mut self) -> Value {
         loop {
             let event = self.next().await.expect("an event");
             if event.data.is_empty() {
@@ -133,7 +133,7 @@ impl SseReader {
 
     /// Whether the body ends with no further message events (priming events and keep-alives
     /// aside).
-    pub async fn ends(&mut self) -> bool {
+    pub(crate) async fn ends(&mut self) -> bool {
         let deadline = tokio::time::Instant::now() + GUARD;
         loop {
             assert!(
@@ -151,7 +151,7 @@ impl SseReader {
     /// The next frame as (id in force, data), a priming event included (as empty data), or
     /// `None` when the body ended. Frames are cut at their blank line and fed one at a time,
     /// so a priming event arriving in the same chunk as the response is still seen on its own.
-    pub async fn frame(&mut self) -> Option<(Option<String>, Bytes)> {
+    pub(crate) async fn frame(&mut self) -> Option<(Option<String>, Bytes)> {
         loop {
             let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") else {
                 if !self.read_chunk().await {
@@ -175,7 +175,7 @@ impl SseReader {
     }
 
     /// The next frame carrying a message, as JSON, with its id.
-    pub async fn message(&mut self) -> Option<(Option<String>, Value)> {
+    pub(crate) async fn message(&mut self) -> Option<(Option<String>, Value)> {
         loop {
             let (id, data) = self.frame().await?;
             if !data.is_empty() {
@@ -185,7 +185,7 @@ impl SseReader {
     }
 
     /// Every message until the body ends.
-    pub async fn rest(&mut self) -> Vec<Value> {
+    pub(crate) async fn rest(&mut self) -> Vec<Value> {
         let mut messages = Vec::new();
         while let Some((_, message)) = self.message().await {
             messages.push(message);

@@ -13,7 +13,7 @@ use super::{Downstream, DownstreamBuilder, ServerBuilder, TestServer};
 
 /// Which tools a fixture's catalog text lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tools {
+pub(crate) enum Tools {
     /// The tools the server starts with.
     Base,
     /// The base tools and [`added_tool`]: what a reload that changes the listing brings.
@@ -21,7 +21,7 @@ pub enum Tools {
 }
 
 /// What one test module runs sluice over.
-pub trait Fixture: Sized + 'static {
+pub(crate) trait Fixture: Sized + 'static {
     /// The fixture's own state (a directory, keys), made afresh for each stack.
     fn new() -> Self;
 
@@ -39,7 +39,7 @@ pub trait Fixture: Sized + 'static {
 
 /// sluice on 127.0.0.1:0 over a fresh downstream; shuts down when dropped. Reads as the
 /// server it runs (`stack.addr`, `stack.catalog`, `stack.post(..)`).
-pub struct Stack<F: Fixture> {
+pub(crate) struct Stack<F: Fixture> {
     pub server: TestServer,
     pub downstream: Downstream,
     pub fixture: F,
@@ -60,12 +60,12 @@ impl<F: Fixture> DerefMut for Stack<F> {
 
 impl<F: Fixture> Stack<F> {
     /// The fixture's stack with its base tools and settings.
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::with(|_| {}).await
     }
 
     /// The fixture's stack, with `configure` applied to the settings last.
-    pub async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Self {
+    pub(crate) async fn with(configure: impl FnOnce(&mut ServeConfig) + 'static) -> Self {
         let fixture = F::new();
         let downstream = F::downstream().start().await;
         let text = fixture.text(downstream.addr, Tools::Base);
@@ -81,18 +81,18 @@ impl<F: Fixture> Stack<F> {
     }
 
     /// Replaces the running catalog with `text` (as a reload does).
-    pub fn reload_text(&self, text: &str) -> ReloadOutcome {
+    pub(crate) fn reload_text(&self, text: &str) -> ReloadOutcome {
         let config = sluice::config::parse(text, "test").expect("parses");
         self.catalog.replace(&config).expect("reload")
     }
 
     /// Replaces the running catalog with the fixture's text listing `tools`.
-    pub fn reload(&self, tools: Tools) -> ReloadOutcome {
+    pub(crate) fn reload(&self, tools: Tools) -> ReloadOutcome {
         self.reload_text(&self.fixture.text(self.downstream.addr, tools))
     }
 
     /// Reloads the catalog with [`added_tool`]: list_changed goes out.
-    pub fn add_tool(&self) {
+    pub(crate) fn add_tool(&self) {
         assert!(!self.reload(Tools::WithAdded).changed.is_empty());
     }
 }
@@ -100,7 +100,7 @@ impl<F: Fixture> Stack<F> {
 // === catalog fragments ===
 
 /// Tool `echo`: `GET /echo`, exposing the answer's `message`.
-pub fn echo_tool(downstream: SocketAddr) -> String {
+pub(crate) fn echo_tool(downstream: SocketAddr) -> String {
     format!(
         r#"
 [[tenant.toolset.tool]]
@@ -128,7 +128,7 @@ downstream = {{ kind = "rest", method = "GET", url = "http://{downstream}/echo" 
 }
 
 /// [`added_tool`] when `tools` is [`Tools::WithAdded`], else nothing.
-pub fn added_tools(downstream: SocketAddr, tools: Tools) -> String {
+pub(crate) fn added_tools(downstream: SocketAddr, tools: Tools) -> String {
     match tools {
         Tools::Base => String::new(),
         Tools::WithAdded => added_tool(downstream),
