@@ -7,6 +7,8 @@
 //! - [`sse`]: the Server-Sent Events codec (encoder on pooled buffers, incremental decoder).
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages parsed in place with simd-json, written into pooled buffers.
 //! - [`protocol`]: the MCP protocol versions and eras as a type (a leaf: imports nothing).
+//! - `shard`: the one lock-sharded hash map (a leaf).
+//! - `json_text`: the one JSON string writer (a leaf).
 //! - [`rescue`]: the one table from a failure to its HTTP status and JSON-RPC code, the MCP and
 //!   server error codes, the one error writer.
 //! - [`http`]: accept loop, routing, media-type negotiation, bounded bodies, error responses.
