@@ -11,6 +11,7 @@ pub(crate) mod budget;
 pub mod client;
 pub(crate) mod correlation;
 pub(crate) mod error;
+pub(crate) mod pool;
 pub(crate) mod request;
 pub(crate) mod translate;
 

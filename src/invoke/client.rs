@@ -1,8 +1,8 @@
 //! The shared downstream client and the call pipeline around it.
 //!
-//! Owns `Invoker` (built once, shared behind an `Arc`): one pooled hyper-util legacy client
-//! (HTTP/1.1 keep-alive; HTTPS through hyper-rustls with webpki roots and the ring provider,
-//! plain HTTP for loopback and test downstreams), the per-call timeout around the whole exchange,
+//! Owns `Invoker` (built once, shared behind an `Arc`): the connection pool (`pool.rs`: HTTP/1.1
+//! keep-alive on hyper's connection API; HTTPS through hyper-rustls with webpki roots and the ring
+//! provider, plain HTTP for loopback and test downstreams), the per-call timeout around the whole exchange,
 //! the bounded response body, the process-wide answer budget (`budget.rs`) every body read
 //! counts against, and response translation. Must not know MCP framing.
 
@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::CONTENT_LENGTH;
 use http::Request;
 use http_body_util::{BodyExt, Full};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -23,6 +23,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::budget::{AnswerBudget, AnswerReservation, DEFAULT_ANSWER_BUDGET_BYTES};
 use super::correlation::{CallContext, CorrelationPolicy};
 use super::error::{ArgumentProblem, InvokeError, ResponseProblem};
+use super::pool::{self, Pool, PoolConfig, PoolError};
 use super::request::build_request;
 use super::translate::{translate_response, UnknownFields};
 use crate::catalog::plan::ToolPlan;
@@ -157,12 +158,9 @@ pub struct InvokeOutput {
     pub held: Option<AnswerReservation>,
 }
 
-type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
-
-/// A pooled HTTP/1.1 client for `http` and `https` (rustls, webpki roots) URLs: the one way
-/// sluice builds outbound clients (tool downstreams, federation providers). `idle` is both the
-/// TCP keep-alive and the pool's idle timeout when set. Needs no runtime until the first
-/// request.
+/// A pooled hyper-util client for `http` and `https` (rustls, webpki roots) URLs, on the same
+/// connector as [`Pool`]: the federation's provider client. `idle` is both the TCP keep-alive and
+/// the pool's idle timeout when set. Needs no runtime until the first request.
 pub(crate) fn pooled_client<B>(
     connect_timeout: Duration,
     idle: Option<Duration>,
@@ -172,17 +170,7 @@ where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
 {
-    let mut http = HttpConnector::new();
-    // The TLS wrapper needs `https` URIs to reach it.
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(connect_timeout));
-    http.set_keepalive(idle);
-    let connector = HttpsConnectorBuilder::new()
-        .with_webpki_roots()
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(http);
+    let connector = pool::connector(connect_timeout, idle);
     let mut builder = Client::builder(TokioExecutor::new());
     if let Some(idle) = idle {
         builder.pool_idle_timeout(idle);
@@ -195,9 +183,8 @@ where
 
 /// Executes tool calls against downstreams. Build one and share it (`Arc<Invoker>`): it holds
 /// the connection pool.
-#[derive(Clone)]
 pub struct Invoker {
-    client: HttpClient,
+    pool: Pool,
     config: InvokerConfig,
     limiter: Arc<TenantLimiter>,
     /// Answer bytes held at once, process-wide (shared with the federation's provider client).
@@ -217,15 +204,15 @@ impl std::fmt::Debug for Invoker {
 impl Invoker {
     /// Builds the client and its pool. Needs no runtime until the first call.
     pub fn new(config: InvokerConfig) -> Self {
-        let client = pooled_client(
-            config.connect_timeout,
-            Some(config.idle_timeout),
-            config.max_idle_per_host,
-        );
+        let pool = Pool::new(PoolConfig {
+            connect_timeout: config.connect_timeout,
+            idle_timeout: config.idle_timeout,
+            max_idle_per_host: config.max_idle_per_host,
+        });
         let limiter = Arc::new(TenantLimiter::new(config.max_per_tenant));
         let budget = AnswerBudget::new(config.answer_budget_bytes);
         Self {
-            client,
+            pool,
             config,
             limiter,
             budget,
@@ -323,12 +310,10 @@ impl Invoker {
         let timeout = plan.timeout.unwrap_or(self.config.default_timeout);
         let exchange = async {
             let _slot = self.limiter.acquire(tenant).await;
-            let response = self.client.request(request).await.map_err(|e| {
-                if e.is_connect() {
-                    InvokeError::Connect(Box::new(e))
-                } else {
-                    InvokeError::Transport(Box::new(e))
-                }
+            let (response, mut lease) = self.pool.send(request).await.map_err(|e| match e {
+                PoolError::Connect(e) => InvokeError::Connect(e),
+                PoolError::Transport(e) => InvokeError::Transport(Box::new(e)),
+                PoolError::NotAbsolute => InvokeError::Request("the URL is not absolute".into()),
             })?;
             let status = response.status();
             if let Some(ctx) = ctx {
@@ -352,7 +337,10 @@ impl Invoker {
             // Reserved before the first byte is read: over budget, the call fails now.
             let declared = declared.unwrap_or(0) as usize;
             let mut held = self.budget.reserve(declared).map_err(InvokeError::Busy)?;
-            let data = read_body(response.into_body(), limit, declared, &mut held).await?;
+            let body = read_body(response.into_body(), limit, declared, &mut held);
+            let data = lease.drive(body).await?;
+            // Read to its end: the connection can serve the next call.
+            self.pool.release(lease);
             Ok(ResponseBody {
                 data,
                 held: Some(held),
