@@ -18,6 +18,12 @@
 # with `post_framing = "json"`. The table's "answered" column is the bench's own count of the
 # framing it got.
 #
+# Two load generators measure every cell in the same run (GENERATORS): `wrk` (independent, C,
+# one thread, every connection sending in one session created with curl beforehand; installed
+# from the distribution's package, pinned, when missing) and `sluice bench` (one session per
+# client, answers decoded and checked). The headline quotes wrk: `sluice bench` costs about as
+# much per request as the server it measures, so it saturates its core first on cheap methods.
+#
 # Besides req/s and latency, each cell records the server process's CPU time (utime + stime
 # from /proc/PID/stat around the bench command) and the load core's busy share (/proc/stat).
 # "srv us/req" is that CPU ÷ the requests served; "rmcp srv us ÷ this" compares server work per
@@ -28,6 +34,7 @@
 # Knobs (environment):
 #   DURATION=5s WARMUP=1s ROUNDS=3 CONNS="1 16 64" OUT=/tmp/sluice-e2e
 #   TARGETS="hyper sluice rmcp"  (subset of targets)      SKIP_BUILD=1 (use existing binaries)
+#   GENERATORS="wrk sluice"  (subset of load generators)   WRK_VERSION=4.1.0-3+b2 (the package)
 #   CARGO_TARGET_DIR (sluice's target dir, default ./target)
 #   PEERS_TARGET (the peers project's target dir, default benches/e2e/peers/target)
 #   BENCH_BIN (the `sluice` binary whose `bench` subcommand loads; default the built sluice)
@@ -42,6 +49,8 @@ warmup=${WARMUP:-1s}
 rounds=${ROUNDS:-3}
 conns_list=${CONNS:-1 16 64}
 targets=${TARGETS:-hyper sluice rmcp}
+generators=${GENERATORS:-wrk sluice}
+wrk_version=${WRK_VERSION:-4.1.0-3+b2}
 out=${OUT:-/tmp/sluice-e2e}
 server_core=${SERVER_CORE:-0}
 client_core=${CLIENT_CORE:-1}
@@ -60,11 +69,21 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   echo "building the peers (release) into $peers_target" >&2
   (cd "$root/benches/e2e/peers" && CARGO_TARGET_DIR=$peers_target cargo build --release --locked)
 fi
+if [[ " $generators " == *" wrk "* ]] && ! command -v wrk >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing wrk $wrk_version (Debian package)" >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "wrk=$wrk_version" >&2
+  else
+    echo "wrk is missing and cannot be installed here (apt-get as root); GENERATORS=sluice skips it" >&2
+    exit 1
+  fi
+fi
 for bin in "$sluice_bin" "$bench_bin" "$peers_bin/hyper-limit" "$peers_bin/rmcp-peer" "$peers_bin/demo-api"; do
   [ -x "$bin" ] || { echo "missing $bin (run without SKIP_BUILD=1)" >&2; exit 1; }
 done
 
-mkdir -p "$out/json" "$out/logs"
+mkdir -p "$out/json" "$out/logs" "$out/wrk"
 rm -f "$out"/json/*.json
 
 # === processes ===
@@ -182,6 +201,68 @@ bench() {
   taskset -c "$client_core" "$bench_bin" --workers 1 "${args[@]}" >>"$out/logs/bench.out" 2>>"$out/logs/bench.err"
 }
 
+# session_for URL: opens a 2025-11-25 session at URL (initialize, then
+# notifications/initialized) and prints its id; prints nothing for a server that gives none.
+session_for() {
+  local init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}'
+  local sid
+  sid=$(curl -s -D - -o /dev/null --max-time 5 "$1" -H 'content-type: application/json' \
+    -H 'accept: application/json, text/event-stream' -d "$init" |
+    awk 'tolower($1) == "mcp-session-id:" {print $2}' | tr -d '\r')
+  if [ -n "$sid" ]; then
+    curl -s -o /dev/null --max-time 5 "$1" -H 'content-type: application/json' \
+      -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2025-11-25' \
+      -H "mcp-session-id: $sid" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  fi
+  echo "$sid"
+}
+
+# request_body METHOD: the JSON-RPC request every measured request of a cell sends.
+request_body() {
+  case $1 in
+    ping) echo '{"jsonrpc":"2.0","id":7,"method":"ping"}' ;;
+    tools/list) echo '{"jsonrpc":"2.0","id":7,"method":"tools/list"}' ;;
+    tools/call) echo '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_customer","arguments":{"id":"c-100"}}}' ;;
+  esac
+}
+
+# wrk_cell TARGET METHOD ACCEPT CONNS JSONFILE DURATION: one cell measured by wrk (one thread,
+# CONNS connections, every request in one session); the Lua `done` hook writes JSONFILE in the
+# shape of `sluice bench --json` (requests_per_s, latency_us, errors) so one table reads both.
+wrk_cell() {
+  local target=$1 method=$2 accept=$3 conns=$4 json=$5 duration=$6
+  local u sid script
+  u=$(cell_url "$target" "$accept")
+  sid=$(session_for "$u")
+  script=$out/wrk/${target}-${method//\//_}-$accept-c$conns.lua
+  {
+    echo 'wrk.method = "POST"'
+    echo "wrk.body = [[$(request_body "$method")]]"
+    echo 'wrk.headers["Content-Type"] = "application/json"'
+    echo 'wrk.headers["Accept"] = "application/json, text/event-stream"'
+    echo 'wrk.headers["Mcp-Protocol-Version"] = "2025-11-25"'
+    [ -n "$sid" ] && echo "wrk.headers[\"Mcp-Session-Id\"] = \"$sid\""
+    cat <<LUA
+done = function(summary, latency, requests)
+  local e = summary.errors
+  local secs = summary.duration / 1e6
+  local f = io.open("$json", "w")
+  f:write(string.format('{"generator": "wrk", "requests": %d, "duration_s": %.6f, "warmup_s": 0, '
+    .. '"requests_per_s": %.1f, "latency_us": {"p50": %d, "p99": %d, "mean": %.1f}, '
+    .. '"errors": {"connect": %d, "read": %d, "write": %d, "status": %d, "timeout": %d}}\n',
+    summary.requests, secs, summary.requests / secs, latency:percentile(50), latency:percentile(99),
+    latency.mean, e.connect, e.read, e.write, e.status, e.timeout))
+  f:close()
+end
+LUA
+  } >"$script"
+  taskset -c "$client_core" wrk -t1 -c"$conns" -d"$duration" --timeout 10s -s "$script" "$u" \
+    >>"$out/logs/wrk.out" 2>>"$out/logs/wrk.err"
+  if [ -n "$sid" ]; then
+    curl -s -o /dev/null -X DELETE "$u" -H "mcp-session-id: $sid" -H 'mcp-protocol-version: 2025-11-25'
+  fi
+}
+
 # === probe: one answer of each cell, kept for the record (and a failed cell stops the run) ===
 echo "probing every cell once" >&2
 for cell in "${cells[@]}"; do
@@ -226,15 +307,24 @@ echo "cells: ${#cells[@]} x conns ($conns_list) x $rounds rounds, $warmup warm-u
 for round in $(seq "$rounds"); do
   for conns in $conns_list; do
     for cell in "${cells[@]}"; do
+     for gen in $generators; do
       IFS='|' read -r target method accept <<<"$cell"
-      json=$out/json/${target}-${method//\//_}-$accept-c$conns-r$round.json
+      json=$out/json/${gen}-${target}-${method//\//_}-$accept-c$conns-r$round.json
       server=$target
       [ "$target" = sluice ] && [ "$accept" = json ] && server=sluice-json
       [ "$target" = hyper ] && server=hyper-limit
       [ "$target" = rmcp ] && server=rmcp-peer
       ticks_before=$(proc_ticks "${pid_of[$server]}")
       read -r busy_before total_before < <(core_ticks "$client_core")
-      if ! bench "$target" "$method" "$accept" "$conns" "$json" --duration "$duration" --warmup "$warmup"; then
+      if [ "$gen" = wrk ]; then
+        # wrk has no warm-up of its own: a short unmeasured run first, then the measured one.
+        wrk_cell "$target" "$method" "$accept" "$conns" "$out/wrk/warmup.json" "$warmup" ||
+          echo "round $round: wrk warm-up of $cell failed" >&2
+        ticks_before=$(proc_ticks "${pid_of[$server]}")
+        read -r busy_before total_before < <(core_ticks "$client_core")
+        wrk_cell "$target" "$method" "$accept" "$conns" "$json" "$duration" ||
+          echo "round $round: wrk $cell at $conns connections failed (see $out/logs/wrk.err)" >&2
+      elif ! bench "$target" "$method" "$accept" "$conns" "$json" --duration "$duration" --warmup "$warmup"; then
         echo "round $round: $cell at $conns connections failed (see $out/logs/bench.err)" >&2
       fi
       ticks_after=$(proc_ticks "${pid_of[$server]}")
@@ -242,8 +332,9 @@ for round in $(seq "$rounds"); do
       # The server's CPU over the whole bench command (warm-up and set-up included) and the
       # load generator core's busy share, next to the bench's JSON of the same cell.
       echo "{\"server_ticks\": $((ticks_after - ticks_before)), \"ticks_per_s\": $(getconf CLK_TCK), \"client_core_busy\": $((busy_after - busy_before)), \"client_core_total\": $((total_after - total_before))}" >"${json%.json}.cpu.json"
-      printf 'round %s  %-28s c=%-3s %s\n' "$round" "$cell" "$conns" \
+      printf 'round %s  %-6s %-28s c=%-3s %s\n' "$round" "$gen" "$cell" "$conns" \
         "$(jq -r '"\(.requests_per_s | floor) req/s  p99 \(.latency_us.p99) us  errors \(.errors | add // 0)"' "$json" 2>/dev/null || echo '(no result)')" >&2
+     done
     done
   done
   echo "round $round done; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -252,18 +343,19 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average after: $load_after" >&2
 
 # === the table ===
-python3 - "$out" "$rounds" "$conns_list" "$load_before" "$load_after" "${cells[@]}" <<'PY' | tee "$out/table.md"
+python3 - "$out" "$rounds" "$conns_list" "$load_before" "$load_after" "$generators" "${cells[@]}" <<'PY' | tee "$out/table.md"
 import json, os, statistics, sys
 
-out, rounds, conns_list, load_before, load_after = sys.argv[1:6]
-cells = [c.split("|") for c in sys.argv[6:]]
+out, rounds, conns_list, load_before, load_after, generators = sys.argv[1:7]
+cells = [c.split("|") for c in sys.argv[7:]]
+generators = generators.split()
 rounds = int(rounds)
 conns_list = [int(c) for c in conns_list.split()]
 
-def load(target, method, accept, conns):
+def load(gen, target, method, accept, conns):
     rows = []
     for r in range(1, rounds + 1):
-        path = os.path.join(out, "json", f"{target}-{method.replace('/', '_')}-{accept}-c{conns}-r{r}.json")
+        path = os.path.join(out, "json", f"{gen}-{target}-{method.replace('/', '_')}-{accept}-c{conns}-r{r}.json")
         try:
             with open(path) as f:
                 rows.append(json.load(f))
@@ -277,7 +369,7 @@ def load(target, method, accept, conns):
     # few requests per connection, lost in the rounding.
     srv_us, gen_busy = [], []
     for r in range(1, rounds + 1):
-        stem = os.path.join(out, "json", f"{target}-{method.replace('/', '_')}-{accept}-c{conns}-r{r}")
+        stem = os.path.join(out, "json", f"{gen}-{target}-{method.replace('/', '_')}-{accept}-c{conns}-r{r}")
         try:
             with open(stem + ".json") as f:
                 x = json.load(f)
@@ -303,33 +395,40 @@ def load(target, method, accept, conns):
     }
 
 results = {}
-for target, method, accept in cells:
-    for conns in conns_list:
-        results[(target, method, accept, conns)] = load(target, method, accept, conns)
+for gen in generators:
+    for target, method, accept in cells:
+        for conns in conns_list:
+            results[(gen, target, method, accept, conns)] = load(gen, target, method, accept, conns)
 
 def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
 print(f"load average before: {load_before}; after: {load_after}")
 print()
-print("| target | method | accept | answered | conns | req/s | p50 us | p99 us | vs hyper-limit | vs rmcp same method | srv us/req | rmcp srv us ÷ this | load core busy | errors | rounds |")
-print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for conns in conns_list:
-    limit = results.get(("hyper", "ping", "sse", conns))
-    for target, method, accept in cells:
-        r = results[(target, method, accept, conns)]
-        if r is None:
-            print(f"| {target} | {method} | {accept} | | {conns} | no result | | | | | | 0 |")
-            continue
-        peer = results.get(("rmcp", method, "sse", conns))
-        vs_limit = ratio(r["rps"], limit["rps"] if limit else None) if target != "hyper" else "1.00x"
-        vs_peer = ratio(r["rps"], peer["rps"] if peer else None) if target != "rmcp" else "1.00x"
-        if peer and target != "rmcp":
-            vs_peer += f" (p99 {ratio(r['p99'], peer['p99'])})"
-        srv = f"{r['srv_us']:.2f}" if r["srv_us"] else "-"
-        cpu_vs_peer = ratio(peer["srv_us"], r["srv_us"]) if peer and peer.get("srv_us") and r["srv_us"] else "-"
-        busy = f"{r['gen_busy']:.0%}" if r["gen_busy"] is not None else "-"
-        print(f"| {target} | {method} | {accept} | {r['framing']} | {conns} | {r['rps']:,.0f} | {r['p50']:.1f} | "
-              f"{r['p99']:.1f} | {vs_limit} | {vs_peer} | {srv} | {cpu_vs_peer} | {busy} | {r['errors']} | {r['n']} |")
+print("srv us/req: the server process's CPU time (user + system) over the measured command ÷ the requests it served;")
+print("\"÷ limit's\": that figure over hyper-limit's for ping in the same generator's run.")
+print()
+print("| generator | target | method | accept | answered | conns | req/s | p50 us | p99 us | vs hyper-limit | vs rmcp same method | srv us/req | srv ÷ limit's | rmcp srv us ÷ this | load core busy | errors | rounds |")
+print("| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for gen in generators:
+    for conns in conns_list:
+        limit = results.get((gen, "hyper", "ping", "sse", conns))
+        for target, method, accept in cells:
+            r = results[(gen, target, method, accept, conns)]
+            if r is None:
+                print(f"| {gen} | {target} | {method} | {accept} | | {conns} | no result | | | | | | | | | | 0 |")
+                continue
+            peer = results.get((gen, "rmcp", method, "sse", conns))
+            vs_limit = ratio(r["rps"], limit["rps"] if limit else None) if target != "hyper" else "1.00x"
+            vs_peer = ratio(r["rps"], peer["rps"] if peer else None) if target != "rmcp" else "1.00x"
+            if peer and target != "rmcp":
+                vs_peer += f" (p99 {ratio(r['p99'], peer['p99'])})"
+            srv = f"{r['srv_us']:.2f}" if r["srv_us"] else "-"
+            srv_vs_limit = ratio(r["srv_us"], limit["srv_us"]) if limit and limit.get("srv_us") and r["srv_us"] else "-"
+            cpu_vs_peer = ratio(peer["srv_us"], r["srv_us"]) if peer and peer.get("srv_us") and r["srv_us"] else "-"
+            busy = f"{r['gen_busy']:.0%}" if r["gen_busy"] is not None else "-"
+            framing = r["framing"] or "-"
+            print(f"| {gen} | {target} | {method} | {accept} | {framing} | {conns} | {r['rps']:,.0f} | {r['p50']:.1f} | "
+                  f"{r['p99']:.1f} | {vs_limit} | {vs_peer} | {srv} | {srv_vs_limit} | {cpu_vs_peer} | {busy} | {r['errors']} | {r['n']} |")
 PY
 echo "results: $out/table.md, $out/json/, probe answers in $out/probe.txt" >&2

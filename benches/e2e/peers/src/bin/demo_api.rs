@@ -41,11 +41,13 @@ struct Cli {
 
 /// `[server]` settings the benchmark needs beyond the demo's: room for 10,000 idle sessions, each
 /// with a GET stream on a connection of its own, plus the connections that opened them; sessions
-/// that outlive a long hold.
+/// that outlive a long hold; and 256 streams per session, because an independent load generator
+/// (`wrk` in `run.sh`) sends every connection's requests in one session, so 64 connections keep up
+/// to 64 SSE answers of one session open at once (the default, 8, would refuse most with 429).
 const SERVER_OVERRIDES: &str = "\
 max_sessions_per_tenant = 50000
 max_connections = 50000
-max_streams_per_session = 8
+max_streams_per_session = 256
 session_idle_secs = 3600
 session_init_timeout_secs = 3600
 ";
