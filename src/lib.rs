@@ -63,6 +63,7 @@ pub(crate) mod rest;
 pub mod server;
 pub mod session;
 pub(crate) mod shard;
+pub(crate) mod simd_scratch;
 pub mod sse;
 pub mod transport;
 

@@ -144,7 +144,7 @@ impl Default for ServerSettings {
             listen: "127.0.0.1:8080".to_owned(),
             admin_token: None,
             max_body_bytes: 4 * 1024 * 1024,
-            max_json_depth: 128,
+            max_json_depth: crate::jsonrpc::DEFAULT_MAX_DEPTH,
             max_connections: 10_000,
             drain_secs: 10,
             downstream_pool_idle_per_host: 64,

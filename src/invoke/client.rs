@@ -28,6 +28,7 @@ use super::request::build_request;
 use super::translate::{translate_response, UnknownFields};
 use crate::catalog::plan::ToolPlan;
 use crate::config::ServerSettings;
+use crate::simd_scratch::with_buffers;
 
 /// Largest downstream response body read, in bytes. A larger body (by `Content-Length` or as it
 /// streams in) fails the call with `ResponseProblem::TooLarge` (502) and the rest is not read.
@@ -70,6 +71,10 @@ pub struct InvokerConfig {
     /// (tool responses and federation provider pages); an answer past it fails at once
     /// ([`InvokeError::Busy`]); 0: unlimited.
     pub answer_budget_bytes: usize,
+    /// `max_json_depth`: deepest nesting of a downstream answer (and of REST arguments) parsed;
+    /// deeper fails as not JSON. The same limit as JSON-RPC bodies, so both share this
+    /// thread's parse buffers (`simd_scratch.rs`).
+    pub max_json_depth: usize,
 }
 
 impl Default for InvokerConfig {
@@ -83,6 +88,7 @@ impl Default for InvokerConfig {
             unknown_fields: UnknownFields::Ignore,
             max_per_tenant: DEFAULT_MAX_PER_TENANT,
             answer_budget_bytes: DEFAULT_ANSWER_BUDGET_BYTES,
+            max_json_depth: crate::jsonrpc::DEFAULT_MAX_DEPTH,
         }
     }
 }
@@ -141,6 +147,7 @@ impl InvokerConfig {
             max_response_bytes: settings.downstream_max_answer_bytes,
             max_per_tenant: settings.max_downstream_per_tenant,
             answer_budget_bytes: settings.downstream_answer_budget_bytes,
+            max_json_depth: settings.max_json_depth,
             ..Self::default()
         }
     }
@@ -278,11 +285,11 @@ impl Invoker {
         args: &[u8],
     ) -> Result<InvokeOutput, InvokeError> {
         let mut owned = args.to_vec();
-        let request = {
-            let value = simd_json::to_borrowed_value(&mut owned)
+        let request = with_buffers(owned.len(), self.config.max_json_depth, |buffers| {
+            let value = simd_json::to_borrowed_value_with_buffers(&mut owned, buffers)
                 .map_err(|_| InvokeError::argument("", ArgumentProblem::InvalidJson))?;
-            self.prepare(plan, policy, ctx, &value)?
-        };
+            self.prepare(plan, policy, ctx, &value)
+        })?;
         let body = self.send_in(tenant, plan, request, Some(ctx)).await?;
         self.translate_response(plan, body)
     }
@@ -373,10 +380,12 @@ impl Invoker {
             return Err(InvokeError::InvalidResponse(ResponseProblem::NotAnObject));
         }
         let mut out = BytesMut::with_capacity(bytes.len());
-        let value = simd_json::to_borrowed_value(&mut bytes)
-            .map_err(|_| InvokeError::InvalidResponse(ResponseProblem::NotJson))?;
-        translate_response(output, plan.keep_unmapped_output, &value, &mut out)
-            .map_err(InvokeError::InvalidResponse)?;
+        with_buffers(bytes.len(), self.config.max_json_depth, |buffers| {
+            let value = simd_json::to_borrowed_value_with_buffers(&mut bytes, buffers)
+                .map_err(|_| ResponseProblem::NotJson)?;
+            translate_response(output, plan.keep_unmapped_output, &value, &mut out)
+        })
+        .map_err(InvokeError::InvalidResponse)?;
         Ok(InvokeOutput {
             body: out.freeze(),
             is_object: true,

@@ -19,8 +19,6 @@ use super::id::{Id, OwnedId};
 use super::payload::{Payload, Slot};
 use super::ErrorCode;
 use check::{build_tape, members, repeated_name};
-#[cfg(test)]
-use check::{BUFFERS, KEEP_BUFFERS_UP_TO};
 
 pub use check::has_repeated_name;
 

@@ -1,60 +1,28 @@
-//! The tape checks of a parse: building the simd-json tape with buffers cached per thread,
+//! The tape checks of a parse: building the simd-json tape with this thread's buffers
+//! (`simd_scratch.rs`),
 //! walking an object's members, and the rule that no object repeats a member name (for
 //! messages and, through [`has_repeated_name`], the REST surface's arguments).
 //!
 //! Owns only walks over the tape; what the members mean is `parse.rs`'s `classify`. Must not
 //! allocate on the common path (small objects are compared on the stack).
 
-use std::cell::RefCell;
 use std::collections::HashSet;
 
-use simd_json::{Buffers, Node, Tape};
+use simd_json::{Node, Tape};
 
 use super::Limits;
-
-/// Bodies up to this size leave their simd-json scratch buffers cached on the thread for the
-/// next parse; a larger body's buffers are freed after its parse, so one huge body does not pin
-/// memory on every worker thread.
-pub(super) const KEEP_BUFFERS_UP_TO: usize = 1 << 20;
 
 /// Objects with at most this many members are checked for a repeated name pairwise, on the
 /// stack; a larger object goes through a hash set (one allocation per parse that meets one).
 const PAIRWISE_UP_TO: usize = 8;
 
-thread_local! {
-    /// simd-json scratch buffers reused by every parse on this thread, with the depth they
-    /// were built for. Touched only inside `build_tape`.
-    pub(super) static BUFFERS: RefCell<Option<(usize, Buffers)>> = const { RefCell::new(None) };
-}
-
 pub(super) fn build_tape<'a>(
     body: &'a mut [u8],
     limits: &Limits,
 ) -> Result<Tape<'a>, simd_json::Error> {
-    let body_len = body.len();
-    let max_depth = limits.max_depth;
-    BUFFERS.with(|cell| {
-        let Ok(mut cached) = cell.try_borrow_mut() else {
-            // Not reachable (nothing re-enters parse while it runs); stay correct anyway.
-            return simd_json::to_tape_with_buffers(
-                body,
-                &mut Buffers::with_max_depth(body_len, max_depth),
-            );
-        };
-        if cached.as_ref().is_none_or(|(depth, _)| *depth != max_depth) {
-            *cached = Some((max_depth, Buffers::with_max_depth(body_len, max_depth)));
-        }
-        let result = match cached.as_mut() {
-            Some((_, buffers)) => simd_json::to_tape_with_buffers(body, buffers),
-            None => simd_json::to_tape_with_buffers(
-                body,
-                &mut Buffers::with_max_depth(body_len, max_depth),
-            ),
-        };
-        if body_len > KEEP_BUFFERS_UP_TO {
-            *cached = None;
-        }
-        result
+    let len = body.len();
+    crate::simd_scratch::with_buffers(len, limits.max_depth, |buffers| {
+        simd_json::to_tape_with_buffers(body, buffers)
     })
 }
 
