@@ -78,6 +78,11 @@ pub struct ToolPlan {
     pub output: Option<Translation>,
     /// Whether response members without an output rule are kept (top-level members only).
     pub keep_unmapped_output: bool,
+    /// Whether the output rules leave every answer as it is: unmapped members are kept and
+    /// each rule maps a top-level member to itself. Such an answer is checked (JSON, an
+    /// object) and passed on without being parsed into a tree and written again (so a mapped
+    /// member that is `null` stays `null`, where a translation leaves it out).
+    pub output_is_identity: bool,
     /// Whether the request carries a JSON body: always for methods other than GET, HEAD,
     /// DELETE and OPTIONS; for those only when the tool has body-location fields.
     pub sends_body: bool,
@@ -200,9 +205,19 @@ fn compile_rest(
         static_headers,
         timeout,
         input,
+        output_is_identity: tool.keep_unmapped_output
+            && tool
+                .outputs
+                .iter()
+                .all(|rule| rule.source == rule.exposed && is_member_name(&rule.source)),
         output,
         keep_unmapped_output: tool.keep_unmapped_output,
     })
+}
+
+/// Whether an output path names one top-level member (no `.` step, no `[*]`).
+fn is_member_name(path: &str) -> bool {
+    !path.is_empty() && !path.contains(['.', '[', ']'])
 }
 
 fn compile_header_name(name: &str) -> Result<HeaderName, String> {

@@ -375,6 +375,15 @@ impl Invoker {
             output.held = held;
             return Ok(output);
         };
+        if plan.output_is_identity {
+            // The rules would write the same members back (in another order): check, pass on.
+            let mut output = pass_through(data.into_bytes())?;
+            if !output.is_object {
+                return Err(InvokeError::InvalidResponse(ResponseProblem::NotAnObject));
+            }
+            output.held = held;
+            return Ok(output);
+        }
         let mut bytes = data.into_bytes_mut();
         if is_blank(&bytes) {
             return Err(InvokeError::InvalidResponse(ResponseProblem::NotAnObject));

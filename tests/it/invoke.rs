@@ -214,6 +214,67 @@ url = "http://{addr}/raw"
     assert!(got.headers.get("content-type").is_none());
 }
 
+/// Output rules that map top-level members to themselves, with unmapped members kept: the
+/// answer is passed on as the downstream wrote it (checked to be a JSON object), and one
+/// nested rule (`a.b`) or one unkept member makes it a real translation again.
+#[tokio::test]
+async fn identity_output_rules_pass_the_answer_on_unchanged() {
+    const RAW: &str = "{ \"id\" : 7,\n \"b\": {\"c\": true, \"d\": 1}, \"z\": [1] }";
+    const IDENTITY: &str = r#"
+name = "same"
+keep_unmapped_output = true
+[downstream]
+kind = "rest"
+method = "GET"
+url = "http://{addr}/raw"
+[[output]]
+source = "id"
+exposed = "id"
+type = "integer"
+[[output]]
+source = "b"
+exposed = "b"
+type = "object"
+"#;
+    let down = downstream(|got| match got.uri.as_str() {
+        "/array" => Script::Json(StatusCode::OK, "[1]"),
+        "/broken" => Script::Json(StatusCode::OK, "{\"id\":"),
+        _ => Script::Json(StatusCode::OK, RAW),
+    })
+    .await;
+    let plan = tool(IDENTITY, down.addr);
+    assert!(plan.output_is_identity);
+    let (body, is_object) = call(&invoker(), &plan, "{}").await.unwrap();
+    assert_eq!((body.as_str(), is_object), (RAW, true));
+
+    let array = tool(&IDENTITY.replace("/raw", "/array"), down.addr);
+    assert!(matches!(
+        call(&invoker(), &array, "{}").await,
+        Err(InvokeError::InvalidResponse(sluice::invoke::ResponseProblem::NotAnObject))
+    ));
+    let broken = tool(&IDENTITY.replace("/raw", "/broken"), down.addr);
+    assert!(matches!(
+        call(&invoker(), &broken, "{}").await,
+        Err(InvokeError::InvalidResponse(sluice::invoke::ResponseProblem::NotJson))
+    ));
+
+    // Not the identity: a nested rule drops the unmapped `b.d`; unkept members drop `z`.
+    let nested = tool(
+        &IDENTITY.replace("source = \"b\"\nexposed = \"b\"\ntype = \"object\"", "source = \"b.c\"\nexposed = \"b.c\""),
+        down.addr,
+    );
+    assert!(!nested.output_is_identity);
+    let (body, _) = call(&invoker(), &nested, "{}").await.unwrap();
+    assert_eq!(json(body.as_bytes()), json(br#"{"id":7,"b":{"c":true},"z":[1]}"#));
+    let unkept = tool(
+        &IDENTITY.replace("keep_unmapped_output = true", "keep_unmapped_output = false"),
+        down.addr,
+    );
+    assert!(!unkept.output_is_identity);
+    let (body, _) = call(&invoker(), &unkept, "{}").await.unwrap();
+    assert_eq!(json(body.as_bytes()), json(br#"{"id":7,"b":{"c":true,"d":1}}"#));
+}
+
 // === locations ===
 
 const LOCATIONS_TOOL: &str = r#"
