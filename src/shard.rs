@@ -13,6 +13,16 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
+/// The hasher of the maps every request looks into (sessions' in-flight requests, the
+/// catalog's clients, tenants and tools): foldhash with a per-process random seed. SipHash,
+/// std's default, cost ~250 instructions per lookup on these short keys, several times per
+/// request; foldhash's seeded hash keeps keys that come from clients (request ids) from being
+/// chosen to collide, which is what std's seed is for.
+pub(crate) type FastHash = foldhash::fast::RandomState;
+
+/// A `HashMap` with [`FastHash`].
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, FastHash>;
+
 use parking_lot::{Mutex, MutexGuard};
 
 /// `HashMap<K, V, S>` split over a power-of-two number of mutexes.

@@ -32,7 +32,11 @@ pub(crate) fn with_buffers<R>(
         };
         let buffers = match &mut *cached {
             Some((depth, buffers)) if *depth == max_depth => buffers,
-            slot => &mut slot.insert((max_depth, Buffers::with_max_depth(len, max_depth))).1,
+            slot => {
+                &mut slot
+                    .insert((max_depth, Buffers::with_max_depth(len, max_depth)))
+                    .1
+            }
         };
         let result = parse(buffers);
         if len > KEEP_BUFFERS_UP_TO {

@@ -23,6 +23,7 @@ use crate::config::{
     Assignment, ClientApp, Config, Correlation, Loc, Problem, Report, SchemaMode, ServerSettings,
     TenantAuth, Tool,
 };
+use crate::shard::{FastHash, FastMap};
 
 /// One tool as the snapshot holds it, shared by every client that sees it.
 #[derive(Debug)]
@@ -68,7 +69,7 @@ pub struct ClientView {
     app: ClientApp,
     /// Visible tools in name order.
     tools: Vec<Arc<CatalogTool>>,
-    by_name: HashMap<Arc<str>, usize>,
+    by_name: FastMap<Arc<str>, usize>,
     /// Assigned toolsets in id order.
     toolsets: Vec<ToolsetView>,
     /// `tools/list` entries in name order, the meta-tool included when needed.
@@ -184,11 +185,11 @@ impl ClientView {
 
 #[derive(Debug)]
 struct TenantView {
-    clients: HashMap<Arc<str>, Arc<ClientView>>,
+    clients: FastMap<Arc<str>, Arc<ClientView>>,
     /// The tenant's BOS platform contexts (empty when it configures none).
     bos: Arc<crate::bos::BosContexts>,
     /// Every tool of the tenant by `toolset/name` (schema versions carry over reloads by this key).
-    tools: HashMap<String, Arc<CatalogTool>>,
+    tools: FastMap<String, Arc<CatalogTool>>,
 }
 
 /// One loaded configuration, resolved. Immutable; shared as `Arc<Snapshot>`.
@@ -196,7 +197,7 @@ struct TenantView {
 pub struct Snapshot {
     version: u64,
     settings: ServerSettings,
-    tenants: HashMap<Arc<str>, TenantView>,
+    tenants: FastMap<Arc<str>, TenantView>,
     n_tools: usize,
     /// API key id → (tenant, client): the BOS platform endpoint names no tenant, so a key finds
     /// its own (key ids are unique across tenants).
@@ -222,7 +223,8 @@ impl Snapshot {
     ) -> Result<Snapshot, Report> {
         let validated = validate(config)?;
         let mut report = Report::default();
-        let mut tenants = HashMap::with_capacity(config.tenants.len());
+        let mut tenants =
+            FastMap::with_capacity_and_hasher(config.tenants.len(), FastHash::default());
         let mut n_tools = 0;
         let mut key_owners = HashMap::new();
 
@@ -236,7 +238,7 @@ impl Snapshot {
                 .any(|t| t.log_payloads);
 
             // Each tool once, shared by every client that sees it.
-            let mut tools: HashMap<String, Arc<CatalogTool>> = HashMap::new();
+            let mut tools: FastMap<String, Arc<CatalogTool>> = FastMap::default();
             let mut toolset_tools: Vec<Vec<Arc<CatalogTool>>> =
                 Vec::with_capacity(tenant.toolsets.len());
             for (toolset, plans) in tenant.toolsets.iter().zip(tenant_plans) {
@@ -305,7 +307,8 @@ impl Snapshot {
             }
 
             let auth = Arc::new(tenant.auth.clone());
-            let mut clients = HashMap::with_capacity(tenant.clients.len());
+            let mut clients =
+                FastMap::with_capacity_and_hasher(tenant.clients.len(), FastHash::default());
             for app in &tenant.clients {
                 let mut assigned: Vec<(usize, &Assignment)> = tenant
                     .assignments

@@ -100,7 +100,7 @@ pub(crate) const DEFAULT_MAX_PER_TENANT: usize = 512;
 #[derive(Debug, Default)]
 struct TenantLimiter {
     permits: usize,
-    tenants: parking_lot::Mutex<std::collections::HashMap<Box<str>, Arc<Semaphore>>>,
+    tenants: parking_lot::Mutex<crate::shard::FastMap<Box<str>, Arc<Semaphore>>>,
 }
 
 impl TenantLimiter {

@@ -20,7 +20,6 @@
 //! before. Must not know tools, tenants, budgets or MCP: it sends one request and hands back
 //! the response head and the lease to read the body with.
 
-use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::sync::Arc;
@@ -40,6 +39,8 @@ use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tower_service::Service;
+
+use crate::shard::FastMap;
 
 /// Hosts whose idle connections are kept; calls to further hosts connect for each exchange.
 /// Tool URLs name their host in the configuration (no parameter may sit in the host), so this
@@ -82,7 +83,7 @@ pub(crate) struct Pool {
     connector: HttpsConnector<HttpConnector>,
     config: PoolConfig,
     /// One slot per authority, `[http, https]`.
-    hosts: Mutex<[HashMap<Box<str>, Arc<HostSlot>>; 2]>,
+    hosts: Mutex<[FastMap<Box<str>, Arc<HostSlot>>; 2]>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -116,7 +117,7 @@ impl Pool {
         Self {
             connector: connector(config.connect_timeout, Some(config.idle_timeout)),
             config,
-            hosts: Mutex::new([HashMap::new(), HashMap::new()]),
+            hosts: Mutex::new([FastMap::default(), FastMap::default()]),
         }
     }
 
@@ -239,7 +240,7 @@ impl Pool {
     /// The slot of a host, created on first use; `None` past [`MAX_HOSTS`].
     fn slot(&self, https: bool, authority: &str) -> Option<Arc<HostSlot>> {
         let mut hosts = self.hosts.lock();
-        let total: usize = hosts.iter().map(HashMap::len).sum();
+        let total: usize = hosts.iter().map(FastMap::len).sum();
         let map = &mut hosts[https as usize];
         if let Some(slot) = map.get(authority) {
             return Some(Arc::clone(slot));
@@ -273,8 +274,7 @@ impl Pool {
             .build()
             .map_err(|_| PoolError::NotAbsolute)?;
         let mut connector = self.connector.clone();
-        let io = connector.call(uri).await
-            .map_err(PoolError::Connect)?;
+        let io = connector.call(uri).await.map_err(PoolError::Connect)?;
         let (sender, driver) = http1::Builder::new()
             .handshake(io)
             .await

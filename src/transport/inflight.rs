@@ -9,7 +9,6 @@
 //! (races are normal: MCP 2025-11-25, Utilities § Cancellation). Must not know MCP methods or HTTP:
 //! it sees keys, ids and abort handles.
 
-use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,10 +17,10 @@ use futures_util::future::{AbortHandle, AbortRegistration};
 use parking_lot::MutexGuard;
 
 use crate::jsonrpc::{Id, OwnedId};
-use crate::shard::Sharded;
+use crate::shard::{FastHash, Sharded};
 
 /// One shard's map: (session, request id) → (registration token, abort handle).
-type Entries<K> = HashMap<(K, OwnedId), (u64, AbortHandle), RandomState>;
+type Entries<K> = HashMap<(K, OwnedId), (u64, AbortHandle), FastHash>;
 
 /// Shards of the map: registrations of different sessions rarely contend on one lock.
 const SHARDS: usize = 16;
@@ -30,11 +29,11 @@ const SHARDS: usize = 16;
 #[derive(Debug)]
 pub struct InFlight<K> {
     /// Entries spread by a hash of the session key alone, so `cancel_all` looks in one shard.
-    shards: Sharded<(K, OwnedId), (u64, AbortHandle), RandomState>,
+    shards: Sharded<(K, OwnedId), (u64, AbortHandle), FastHash>,
     /// Tells registrations apart when a client reuses an id while the first is still running:
     /// the first one's guard must not remove the second one's entry.
     next_token: AtomicU64,
-    hasher: RandomState,
+    hasher: FastHash,
 }
 
 impl<K: Hash + Eq + Clone> Default for InFlight<K> {
@@ -47,9 +46,9 @@ impl<K: Hash + Eq + Clone> InFlight<K> {
     /// An empty map.
     pub fn new() -> Self {
         Self {
-            shards: Sharded::with_hasher(SHARDS, RandomState::new()),
+            shards: Sharded::with_hasher(SHARDS, FastHash::default()),
             next_token: AtomicU64::new(1),
-            hasher: RandomState::new(),
+            hasher: FastHash::default(),
         }
     }
 

@@ -250,29 +250,45 @@ type = "object"
     let array = tool(&IDENTITY.replace("/raw", "/array"), down.addr);
     assert!(matches!(
         call(&invoker(), &array, "{}").await,
-        Err(InvokeError::InvalidResponse(sluice::invoke::ResponseProblem::NotAnObject))
+        Err(InvokeError::InvalidResponse(
+            sluice::invoke::ResponseProblem::NotAnObject
+        ))
     ));
     let broken = tool(&IDENTITY.replace("/raw", "/broken"), down.addr);
     assert!(matches!(
         call(&invoker(), &broken, "{}").await,
-        Err(InvokeError::InvalidResponse(sluice::invoke::ResponseProblem::NotJson))
+        Err(InvokeError::InvalidResponse(
+            sluice::invoke::ResponseProblem::NotJson
+        ))
     ));
 
     // Not the identity: a nested rule drops the unmapped `b.d`; unkept members drop `z`.
     let nested = tool(
-        &IDENTITY.replace("source = \"b\"\nexposed = \"b\"\ntype = \"object\"", "source = \"b.c\"\nexposed = \"b.c\""),
+        &IDENTITY.replace(
+            "source = \"b\"\nexposed = \"b\"\ntype = \"object\"",
+            "source = \"b.c\"\nexposed = \"b.c\"",
+        ),
         down.addr,
     );
     assert!(!nested.output_is_identity);
     let (body, _) = call(&invoker(), &nested, "{}").await.unwrap();
-    assert_eq!(json(body.as_bytes()), json(br#"{"id":7,"b":{"c":true},"z":[1]}"#));
+    assert_eq!(
+        json(body.as_bytes()),
+        json(br#"{"id":7,"b":{"c":true},"z":[1]}"#)
+    );
     let unkept = tool(
-        &IDENTITY.replace("keep_unmapped_output = true", "keep_unmapped_output = false"),
+        &IDENTITY.replace(
+            "keep_unmapped_output = true",
+            "keep_unmapped_output = false",
+        ),
         down.addr,
     );
     assert!(!unkept.output_is_identity);
     let (body, _) = call(&invoker(), &unkept, "{}").await.unwrap();
-    assert_eq!(json(body.as_bytes()), json(br#"{"id":7,"b":{"c":true,"d":1}}"#));
+    assert_eq!(
+        json(body.as_bytes()),
+        json(br#"{"id":7,"b":{"c":true,"d":1}}"#)
+    );
 }
 
 // === locations ===

@@ -208,5 +208,8 @@ async fn refuses_relative_uris_and_reports_connect_failures() {
         .local_addr()
         .unwrap();
     let uri: Uri = format!("http://{addr}/").parse().unwrap();
-    assert!(matches!(pool.send(get(uri)).await, Err(PoolError::Connect(_))));
+    assert!(matches!(
+        pool.send(get(uri)).await,
+        Err(PoolError::Connect(_))
+    ));
 }
