@@ -101,11 +101,13 @@ pub(crate) struct HostSlot {
 }
 
 struct Idle {
-    conn: Conn,
+    conn: Box<Conn>,
     since: Instant,
 }
 
-/// A connection: the handle requests go in by and the future that does its IO.
+/// A connection: the handle requests go in by and the future that does its IO. Always boxed
+/// (hyper's connection state is large): the futures that hold one, which every request's
+/// future embeds, hold a pointer, and checking in and out moves the pointer.
 struct Conn {
     sender: http1::SendRequest<Full<Bytes>>,
     driver: Driver,
@@ -200,7 +202,7 @@ impl Pool {
                 }
             };
             let sent = {
-                let Conn { sender, driver } = &mut conn;
+                let Conn { sender, driver } = &mut *conn;
                 let mut closed = false;
                 Drive {
                     driver,
@@ -254,7 +256,7 @@ impl Pool {
     }
 
     /// The newest idle connection of `slot` not past the idle timeout (older ones are closed).
-    fn take_idle(&self, slot: &HostSlot) -> Option<Conn> {
+    fn take_idle(&self, slot: &HostSlot) -> Option<Box<Conn>> {
         let mut idle = slot.idle.lock();
         let newest = idle.pop()?;
         if newest.since.elapsed() < self.config.idle_timeout {
@@ -266,7 +268,13 @@ impl Pool {
     }
 
     /// A new connection to `target`'s host, its HTTP/1.1 handshake done.
-    async fn connect(&self, target: &Target) -> Result<Conn, PoolError> {
+    async fn connect(&self, target: &Target) -> Result<Box<Conn>, PoolError> {
+        // Boxed: the connect and handshake futures hold the TLS state inline, and every
+        // request's future would carry their size.
+        Box::pin(self.open(target)).await
+    }
+
+    async fn open(&self, target: &Target) -> Result<Box<Conn>, PoolError> {
         let uri = Uri::builder()
             .scheme(target.scheme.clone())
             .authority(target.authority.clone())
@@ -279,7 +287,7 @@ impl Pool {
             .handshake(io)
             .await
             .map_err(|e| PoolError::Connect(Box::new(e)))?;
-        Ok(Conn { sender, driver })
+        Ok(Box::new(Conn { sender, driver }))
     }
 }
 
@@ -301,7 +309,7 @@ fn host_of(uri: &Uri) -> Option<(bool, &str)> {
 }
 
 /// Drives `conn` until it can take a request: `None` when it closed (or failed) meanwhile.
-async fn ready(mut conn: Conn) -> Option<Conn> {
+async fn ready(mut conn: Box<Conn>) -> Option<Box<Conn>> {
     let open = poll_fn(|cx| {
         if let Poll::Ready(_) = Pin::new(&mut conn.driver).poll(cx) {
             return Poll::Ready(false);
@@ -321,7 +329,7 @@ async fn ready(mut conn: Conn) -> Option<Conn> {
 /// (only do that once the body has been read to its end). Dropping a lease closes the
 /// connection.
 pub(crate) struct Lease {
-    conn: Option<Conn>,
+    conn: Option<Box<Conn>>,
     slot: Option<Arc<HostSlot>>,
     /// The connection's future finished: it cannot be used again.
     closed: bool,

@@ -213,3 +213,17 @@ async fn refuses_relative_uris_and_reports_connect_failures() {
         Err(PoolError::Connect(_))
     ));
 }
+
+/// Every request's future embeds the exchange's; hyper's connection state and the TLS
+/// handshake are boxed so that it stays small (it grew by ~100 KB of copying per request when
+/// they were not, PERFORMANCE.md "Performance, round two").
+#[test]
+fn the_exchange_future_stays_small() {
+    let pool = pool(Duration::from_secs(90), 8);
+    let uri: Uri = "http://127.0.0.1:9/".parse().unwrap();
+    let future = pool.send(get(uri));
+    let size = std::mem::size_of_val(&future);
+    assert!(size <= 2048, "Pool::send future is {size} bytes");
+    let conn = std::mem::size_of::<super::Conn>();
+    println!("send future {size} B, connection {conn} B");
+}
