@@ -10,7 +10,9 @@
 //!   asserted after the loop so the bench cannot measure the wrong thing; the merged output is
 //!   dropped outside the timed part. Before the group, each algorithm's merge memory is printed:
 //!   the peak of bytes allocated above the input while it runs, per record, counted by the
-//!   bench's global allocator (`Counting`, over mimalloc).
+//!   bench's global allocator (`Counting`, over mimalloc). `FEDERATION_MERGE_SIZES=10000` (a
+//!   comma list) runs only the merge group, at those sizes: what the callgrind instruction
+//!   counts in PERFORMANCE.md use.
 //! - `federation_fanout/first_event` (latency) and `federation_fanout/total`
 //!   (`Throughput::Elements`: 80,000 records): 8 hyper providers on 127.0.0.1 answering pages of 500 from memory; the
 //!   sink writes every notification into a buffer as the integrator's SSE sink would.
@@ -140,11 +142,19 @@ fn merge_input(n: usize) -> Vec<FederatedRecord> {
         .collect()
 }
 
+/// The merge sizes: `FEDERATION_MERGE_SIZES` when set, else 10k and 100k.
+fn merge_sizes() -> Vec<usize> {
+    std::env::var("FEDERATION_MERGE_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000])
+}
+
 fn bench_merge(c: &mut Criterion) {
     type Merge = fn(Vec<FederatedRecord>) -> Vec<FederatedRecord>;
     let algorithms: [(&str, Merge); 2] =
         [("hashed", merge_records), ("sorted", merge_records_sorted)];
-    for n in [10_000usize, 100_000] {
+    for &n in &merge_sizes() {
         for (name, merge) in algorithms {
             let (input, peak) = merge_memory(n, merge);
             println!(
@@ -155,7 +165,7 @@ fn bench_merge(c: &mut Criterion) {
     }
     let mut group = c.benchmark_group("federation_merge");
     group.sample_size(10);
-    for n in [10_000usize, 100_000] {
+    for n in merge_sizes() {
         let input = merge_input(n);
         let expected = merge_records(input.clone());
         assert!(
@@ -262,6 +272,9 @@ impl EventSink for TimingSink {
 }
 
 fn bench_fanout(c: &mut Criterion) {
+    if std::env::var_os("FEDERATION_MERGE_SIZES").is_some() {
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
