@@ -2,12 +2,15 @@
 //! validated in Redis, against the same call on an instance with the process-local store, in
 //! the same run.
 //!
-//! Three sluice instances run in one one-worker runtime pinned to core 0: `local` (process-local
-//! sessions), `holder` and `peer` (sessions in Redis under a fresh key prefix). For the Redis
-//! workload every connection initializes its session on `holder` and then sends
-//! `tools/call get_customer` to `peer` back to back, so each request is validated (and its expiry
-//! refreshed) through Redis by an instance that never saw the session before; for the local
-//! workload the connection initializes and calls on `local`. The demo downstream API and the
+//! Five sluice instances run in one one-worker runtime pinned to core 0: `local` (process-local
+//! sessions), `holder` and `peer` (sessions in Redis under a fresh key prefix, the defaults: the
+//! session cache and refresh skipping on), and `holder0` and `peer0` (under another prefix, with
+//! `session_cache_ms = 0` and `session_refresh_after_percent = 0`: every request runs the
+//! validation script and writes the expiry, the behaviour before issue 15, as the baseline in the
+//! same run). For a Redis workload every connection initializes its session on the holder and
+//! then sends `tools/call get_customer` to the peer back to back, so each request is validated by
+//! an instance that never saw the session before (its first request) and then from its cache or
+//! Redis; for the local workload the connection initializes and calls on `local`. The demo downstream API and the
 //! load generator run in one-worker runtimes pinned to core 1. Every answer is checked (status,
 //! JSON-RPC id, result) and the bench panics on the first bad one, so it cannot measure errors.
 //! Redis round trips per request are counted on the server (`INFO commandstats`) over each Redis
@@ -122,9 +125,16 @@ struct Addrs {
     local: SocketAddr,
     holder: SocketAddr,
     peer: SocketAddr,
+    holder0: SocketAddr,
+    peer0: SocketAddr,
 }
 
-fn start_servers(server_rt: &Runtime, api_rt: &Runtime, redis: &RedisConfig) -> Addrs {
+fn start_servers(
+    server_rt: &Runtime,
+    api_rt: &Runtime,
+    redis: &RedisConfig,
+    uncached: &RedisConfig,
+) -> Addrs {
     let api = api_rt
         .block_on(TcpListener::bind("127.0.0.1:0"))
         .expect("binding the demo API");
@@ -151,6 +161,8 @@ fn start_servers(server_rt: &Runtime, api_rt: &Runtime, redis: &RedisConfig) -> 
         local: bind(None),
         holder: bind(Some(redis.clone())),
         peer: bind(Some(redis.clone())),
+        holder0: bind(Some(uncached.clone())),
+        peer0: bind(Some(uncached.clone())),
     }
 }
 
@@ -295,47 +307,110 @@ fn main() {
         return;
     };
     let prefix = format!("bench-{}", SessionId::random().encode().as_str());
-    let redis = RedisConfig::new(url).with_prefix(prefix.clone());
-    let addrs = start_servers(&server_rt, &api_rt, &redis);
+    let prefix0 = format!("bench0-{}", SessionId::random().encode().as_str());
+    let redis = RedisConfig::new(url.clone()).with_prefix(prefix.clone());
+    let uncached = RedisConfig {
+        refresh_after_percent: 0,
+        session_cache: Duration::ZERO,
+        ..RedisConfig::new(url).with_prefix(prefix0.clone())
+    };
+    let addrs = start_servers(&server_rt, &api_rt, &redis, &uncached);
 
     println!("cluster bench: tools/call get_customer, JSON answers, one server core");
-    println!("conns  local req/s  redis(non-holder) req/s  ratio  EVALSHA/request  cmds/request");
+    println!(
+        "redis = non-holder with the defaults (cache, refresh skipping); redis0 = non-holder, \
+         no cache, refresh every request (before issue 15)"
+    );
+    println!(
+        "conns  local req/s  redis req/s  ratio  EVALSHA/req  cmds/req  redis0 req/s  ratio0  \
+         EVALSHA/req0  cmds/req0"
+    );
     for &conns in &settings.conns {
         let mut local = Vec::new();
-        let mut shared = Vec::new();
-        let mut scripts = Vec::new();
-        let mut per_request = Vec::new();
+        let mut cached = Shared::default();
+        let mut baseline = Shared::default();
         for _ in 0..settings.rounds {
             let (rate, _) = cell(&client_rt, addrs.local, addrs.local, conns, &settings);
             local.push(rate);
-            let before = client_rt.block_on(commands_processed(&mut probe));
-            let (rate, requests) = cell(&client_rt, addrs.holder, addrs.peer, conns, &settings);
-            let after = client_rt.block_on(commands_processed(&mut probe));
-            shared.push(rate);
-            // Includes each connection's initialize and initialized (one script each).
-            let requests = requests.max(1) as f64;
-            scripts.push(after.0.saturating_sub(before.0) as f64 / requests);
-            // Minus the INFO itself.
-            let commands = after.1.saturating_sub(before.1).saturating_sub(1) as f64;
-            per_request.push(commands / requests);
+            cached.measure(
+                &client_rt,
+                &mut probe,
+                addrs.holder,
+                addrs.peer,
+                conns,
+                &settings,
+            );
+            baseline.measure(
+                &client_rt,
+                &mut probe,
+                addrs.holder0,
+                addrs.peer0,
+                conns,
+                &settings,
+            );
         }
-        let (local, shared) = (median(&mut local), median(&mut shared));
+        let local = median(&mut local);
+        let (rate, scripts, commands) = cached.medians();
+        let (rate0, scripts0, commands0) = baseline.medians();
         println!(
-            "{conns:>5}  {local:>11.0}  {shared:>23.0}  {:>5.2}  {:>15.2}  {:>12.2}",
-            shared / local.max(1.0),
-            median(&mut scripts),
-            median(&mut per_request)
+            "{conns:>5}  {local:>11.0}  {rate:>11.0}  {:>5.2}  {scripts:>11.3}  {commands:>8.3}  \
+             {rate0:>12.0}  {:>6.2}  {scripts0:>12.3}  {commands0:>9.3}",
+            rate / local.max(1.0),
+            rate0 / local.max(1.0),
         );
     }
     // Leave nothing behind in Redis.
     client_rt.block_on(async {
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("sluice:{prefix}:*"))
-            .query_async(&mut probe)
-            .await
-            .unwrap_or_default();
-        if !keys.is_empty() {
-            let _: Result<i64, _> = redis::cmd("DEL").arg(&keys).query_async(&mut probe).await;
+        for prefix in [prefix, prefix0] {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("sluice:{prefix}:*"))
+                .query_async(&mut probe)
+                .await
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                let _: Result<i64, _> = redis::cmd("DEL").arg(&keys).query_async(&mut probe).await;
+            }
         }
     });
+}
+
+/// One Redis workload's figures per round: requests per second, `EVALSHA` calls per request,
+/// all commands per request.
+#[derive(Default)]
+struct Shared {
+    rates: Vec<f64>,
+    scripts: Vec<f64>,
+    commands: Vec<f64>,
+}
+
+impl Shared {
+    fn measure(
+        &mut self,
+        client_rt: &Runtime,
+        probe: &mut redis::aio::MultiplexedConnection,
+        open_on: SocketAddr,
+        call_on: SocketAddr,
+        conns: usize,
+        settings: &Settings,
+    ) {
+        let before = client_rt.block_on(commands_processed(probe));
+        let (rate, requests) = cell(client_rt, open_on, call_on, conns, settings);
+        let after = client_rt.block_on(commands_processed(probe));
+        self.rates.push(rate);
+        // Includes each connection's initialize and initialized (one script each).
+        let requests = requests.max(1) as f64;
+        self.scripts
+            .push(after.0.saturating_sub(before.0) as f64 / requests);
+        // Minus the INFO itself.
+        let commands = after.1.saturating_sub(before.1).saturating_sub(1) as f64;
+        self.commands.push(commands / requests);
+    }
+
+    fn medians(&mut self) -> (f64, f64, f64) {
+        (
+            median(&mut self.rates),
+            median(&mut self.scripts),
+            median(&mut self.commands),
+        )
+    }
 }

@@ -2,15 +2,26 @@
 //! fan-out of 8 sources × 10,000 records costs end to end (time to first event and total).
 //!
 //! Owns only measurement. Groups:
-//! - `federation_merge/{10000,100000}` (`Throughput::Elements`: records merged): 8 sources,
-//!   about a fifth of the records sharing an email with a record of another source and a tenth
-//!   sharing a phone, in arrival (not canonical) order. The group count is asserted after the
-//!   loop so the bench cannot measure the wrong thing.
+//! - `federation_merge/{hashed,sorted}/{10000,100000}` (`Throughput::Elements`: records
+//!   merged): 8 sources, about a fifth of the records sharing an email with a record of another
+//!   source and a tenth sharing a phone, in arrival (not canonical) order. `hashed` is
+//!   `merge_records`; `sorted` the algorithm before issue 15 (`merge_records_sorted`, a
+//!   canonical sort of every record first), the baseline in the same run. The group count is
+//!   asserted after the loop so the bench cannot measure the wrong thing; the merged output is
+//!   dropped outside the timed part. Before the group, each algorithm's merge memory is printed:
+//!   the peak of bytes allocated above the input while it runs, per record, counted by the
+//!   bench's global allocator (`Counting`, over mimalloc). `FEDERATION_MERGE_SIZES=10000` (a
+//!   comma list) runs only the merge group, at those sizes: what the callgrind instruction
+//!   counts in PERFORMANCE.md use.
 //! - `federation_fanout/first_event` (latency) and `federation_fanout/total`
 //!   (`Throughput::Elements`: 80,000 records): 8 hyper providers on 127.0.0.1 answering pages of 500 from memory; the
 //!   sink writes every notification into a buffer as the integrator's SSE sink would.
 
+#![allow(unsafe_code)] // the counting `GlobalAlloc` wraps mimalloc
+
+use std::alloc::{GlobalAlloc, Layout};
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,14 +36,64 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use sluice::config::{FederatedDownstream, Source, SourceFields};
 use sluice::federation::{
-    merge_records, EventSink, FederatedRecord, Federation, FederationConfig, Provenance,
-    SinkClosed, SourceEvent,
+    merge_records, merge_records_sorted, EventSink, FederatedRecord, Federation, FederationConfig,
+    Provenance, SinkClosed, SourceEvent,
 };
 use tokio::net::TcpListener;
 
-// The production allocator: `main.rs` installs mimalloc too.
+// The production allocator (`main.rs` installs mimalloc too), counting live and peak bytes.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Counting = Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+struct Counting;
+
+impl Counting {
+    fn grew(size: usize) {
+        let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is forwarded to mimalloc unchanged; the counters only observe sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        Self::grew(layout.size());
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        Self::grew(layout.size());
+        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size >= layout.size() {
+            Self::grew(new_size - layout.size());
+        } else {
+            LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+}
+
+/// Bytes per record the input holds, and the peak of bytes allocated above the input while
+/// `merge` runs, per record.
+fn merge_memory(n: usize, merge: fn(Vec<FederatedRecord>) -> Vec<FederatedRecord>) -> (f64, f64) {
+    let before_input = LIVE.load(Ordering::Relaxed);
+    let input = merge_input(n);
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let merged = merge(input);
+    let peak = PEAK.load(Ordering::Relaxed);
+    drop(merged);
+    let per_record = |bytes: usize| bytes as f64 / n as f64;
+    (per_record(base - before_input), per_record(peak - base))
+}
 
 const SOURCES: usize = 8;
 
@@ -81,23 +142,59 @@ fn merge_input(n: usize) -> Vec<FederatedRecord> {
         .collect()
 }
 
+/// The merge sizes: `FEDERATION_MERGE_SIZES` when set, else 10k and 100k.
+fn merge_sizes() -> Vec<usize> {
+    std::env::var("FEDERATION_MERGE_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000])
+}
+
 fn bench_merge(c: &mut Criterion) {
+    type Merge = fn(Vec<FederatedRecord>) -> Vec<FederatedRecord>;
+    let algorithms: [(&str, Merge); 2] =
+        [("hashed", merge_records), ("sorted", merge_records_sorted)];
+    for &n in &merge_sizes() {
+        for (name, merge) in algorithms {
+            let (input, peak) = merge_memory(n, merge);
+            println!(
+                "federation_merge/{name}/{n}: input {input:.0} B/record, merge peak {peak:.0} \
+                 B/record above the input"
+            );
+        }
+    }
     let mut group = c.benchmark_group("federation_merge");
     group.sample_size(10);
-    for n in [10_000usize, 100_000] {
+    for n in merge_sizes() {
         let input = merge_input(n);
-        let expected = merge_records(input.clone()).len();
-        assert!(expected < n && expected > n / 2, "{expected} groups of {n}");
+        let expected = merge_records(input.clone());
+        assert!(
+            expected.len() < n && expected.len() > n / 2,
+            "{} groups of {n}",
+            expected.len()
+        );
+        assert_eq!(
+            merge_records_sorted(input.clone()),
+            expected,
+            "both algorithms give the same result"
+        );
+        let expected = expected.len();
         group.throughput(Throughput::Elements(n as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(n), &input, |b, input| {
-            let mut groups = 0;
-            b.iter_batched(
-                || input.clone(),
-                |records| groups = merge_records(records).len(),
-                criterion::BatchSize::LargeInput,
-            );
-            assert_eq!(groups, expected);
-        });
+        for (name, merge) in algorithms {
+            group.bench_with_input(BenchmarkId::new(name, n), &input, |b, input| {
+                let mut groups = 0;
+                b.iter_batched(
+                    || input.clone(),
+                    |records| {
+                        let merged = merge(records);
+                        groups = merged.len();
+                        merged
+                    },
+                    criterion::BatchSize::LargeInput,
+                );
+                assert_eq!(groups, expected);
+            });
+        }
     }
     group.finish();
 }
@@ -175,6 +272,9 @@ impl EventSink for TimingSink {
 }
 
 fn bench_fanout(c: &mut Criterion) {
+    if std::env::var_os("FEDERATION_MERGE_SIZES").is_some() {
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

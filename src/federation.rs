@@ -46,6 +46,10 @@ pub use event::{
     ChannelSink, EventSink, NullSink, SinkClosed, SourceEvent, SourceRef, SourceStatus,
     SOURCE_RESULT_METHOD,
 };
+/// The identity merge before issue 15 (a canonical sort of every record first): the oracle
+/// and bench baseline of [`merge_records`].
+#[cfg(any(test, feature = "test-util"))]
+pub use merge::merge_records_sorted;
 pub use merge::{merge_records, normalize_email, normalize_phone};
 pub use provider::{page_url, ProviderClient, ProviderError};
 pub use record::{FederatedRecord, IdentityMatch, MatchRule, Provenance};

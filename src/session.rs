@@ -29,7 +29,8 @@ use std::time::Duration;
 pub use self::redis::{
     decode_deliver, decode_invalidate, encode_deliver, encode_invalidate, FrameError,
     RedisBackplane, RedisConfig, RedisStore, Routed, DEFAULT_HOLDER_TTL,
-    DEFAULT_REDIS_COMMAND_TIMEOUT, DEFAULT_REDIS_PREFIX,
+    DEFAULT_REDIS_COMMAND_TIMEOUT, DEFAULT_REDIS_PREFIX, DEFAULT_SESSION_CACHE,
+    DEFAULT_SESSION_CACHE_CAPACITY, DEFAULT_SESSION_REFRESH_AFTER_PERCENT,
 };
 pub use backplane::{Backplane, BackplaneError, Bus, Inbox, LocalBackplane};
 pub use id::{

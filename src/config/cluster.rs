@@ -29,6 +29,16 @@ pub struct ClusterSettings {
     /// Lifetime of a stream-holder registration its instance stopped refreshing (it died), in
     /// seconds; the holder refreshes every registration every third of it.
     pub holder_ttl_secs: u64,
+    /// A request naming a session writes its refreshed expiry to Redis only when the last
+    /// refresh is at least this percent of `[server] session_idle_secs` old (0: every request
+    /// writes; at most 50). An idle session then expires between (100 − this)% and 100% of the
+    /// idle timeout after its last request.
+    pub session_refresh_after_percent: u32,
+    /// How long, in milliseconds, an instance answers for a session it validated in Redis
+    /// without asking again (0: always ask; at most 10,000). A DELETE on any instance empties
+    /// every instance's entry at once over pub/sub; this bounds how long a lost notice can keep
+    /// a deleted session usable on another instance.
+    pub session_cache_ms: u64,
 }
 
 impl Default for ClusterSettings {
@@ -39,6 +49,8 @@ impl Default for ClusterSettings {
             expected_instances: 1,
             command_timeout_ms: 500,
             holder_ttl_secs: 30,
+            session_refresh_after_percent: 25,
+            session_cache_ms: 1_000,
         }
     }
 }

@@ -7,8 +7,10 @@
 //! apply source-local federation within each chunk") and on everything delivered (the final
 //! result). Must not do IO or know events.
 //!
-//! Cost: one sort (O(n log n)) and one hash-map probe per key with a union-find over indices:
-//! no pairwise scans.
+//! Cost: one hash-map probe per key with a union-find over indices, a sort of each group's own
+//! members, and one sort of the groups on fixed-size keys: no pairwise scans and no sort of the
+//! whole input (see [`merge_records`]). `merge/sorted.rs` keeps the previous algorithm (a
+//! canonical sort of every record first) as a test oracle: both give the same result.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -17,6 +19,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::record::{FederatedRecord, IdentityMatch, MatchRule, Provenance};
+
+#[cfg(any(test, feature = "test-util"))]
+mod sorted;
+#[cfg(any(test, feature = "test-util"))]
+pub use sorted::merge_records_sorted;
 
 /// Email as compared for identity: trimmed and lowercased; `None` when empty or not a string.
 pub fn normalize_email(value: &Value) -> Option<String> {
@@ -59,63 +66,6 @@ fn first_key(record: &FederatedRecord) -> Option<(&str, &str, &str)> {
 
 fn first_observed(record: &FederatedRecord) -> Option<&str> {
     record.sources.first().map(|p| p.observed_at.as_str())
-}
-
-/// Record indices in canonical order. Sorts compact keys — (rank of the first provenance's
-/// source pair, external id) — and falls back to `canonical_order` only on equal keys, so most
-/// comparisons are one integer and one short string.
-fn canonical_positions(records: &[FederatedRecord]) -> Vec<u32> {
-    // Ranks of distinct (source_type, source_identity) pairs; records of one source share the
-    // same `Arc`s, so pairs are found by pointer and ranked by text once.
-    let mut by_pointer: HashMap<(usize, usize), u32> = HashMap::new();
-    let mut pairs: Vec<(&str, &str)> = Vec::new();
-    let mut pair_of: Vec<u32> = Vec::with_capacity(records.len());
-    for record in records {
-        let pair = match record.sources.first() {
-            Some(p) => {
-                let pointers = (
-                    Arc::as_ptr(&p.source_type) as *const u8 as usize,
-                    Arc::as_ptr(&p.source_identity) as *const u8 as usize,
-                );
-                *by_pointer.entry(pointers).or_insert_with(|| {
-                    pairs.push((&p.source_type, &p.source_identity));
-                    pairs.len() as u32 - 1
-                })
-            }
-            None => u32::MAX,
-        };
-        pair_of.push(pair);
-    }
-    let mut ranked: Vec<u32> = (0..pairs.len() as u32).collect();
-    ranked.sort_unstable_by_key(|&i| pairs[i as usize]);
-    let mut rank_of_pair: Vec<u32> = vec![0; pairs.len()];
-    let mut rank = 0u32;
-    for (idx, &pair) in ranked.iter().enumerate() {
-        if idx > 0 && pairs[ranked[idx - 1] as usize] != pairs[pair as usize] {
-            rank += 1;
-        }
-        rank_of_pair[pair as usize] = rank;
-    }
-    let mut keys: Vec<(u32, &str, u32)> = records
-        .iter()
-        .zip(pair_of)
-        .enumerate()
-        .map(|(idx, (record, pair))| {
-            // A record without provenance sorts first, as `canonical_order` puts `None` first.
-            let rank = rank_of_pair.get(pair as usize).map_or(0, |r| r + 1);
-            let external_id = record
-                .sources
-                .first()
-                .map_or("", |p| p.external_id.as_str());
-            (rank, external_id, idx as u32)
-        })
-        .collect();
-    keys.sort_unstable_by(|a, b| {
-        (a.0, a.1)
-            .cmp(&(b.0, b.1))
-            .then_with(|| canonical_order(&records[a.2 as usize], &records[b.2 as usize]))
-    });
-    keys.into_iter().map(|(_, _, idx)| idx).collect()
 }
 
 /// Union-find over record indices with path halving and union by size.
@@ -174,17 +124,17 @@ fn member_refs(record: &FederatedRecord) -> impl Iterator<Item = &str> {
 ///   scalar field and each attribute is the first non-null value in that member order.
 /// - `identity_match` lists the rules shared by at least two members and the distinct member
 ///   refs; it is `null` when the group holds one distinct ref (the same record seen twice).
+///
+/// Cost: one hash probe per key into a union-find over arrival indices (which records join
+/// does not depend on the order they are visited in), a counting sort of the members by group,
+/// the canonical sort of each group's own members only (`canonical_order`; most groups hold
+/// one or two), and one sort of the groups by their ref on fixed-size keys (`RefKey`), so no
+/// step compares whole records across the input.
 pub fn merge_records(records: Vec<FederatedRecord>) -> Vec<FederatedRecord> {
     if records.len() <= 1 {
         return records;
     }
     let n = records.len();
-    // Canonical positions: `order[pos]` is the index of the record at canonical position `pos`.
-    // Indices are sorted instead of records so that large records are never moved.
-    let order = canonical_positions(&records);
-    let at = |pos: u32| &records[order[pos as usize] as usize];
-
-    // Union-find over canonical positions.
     let mut sets = Sets::new(n);
     // Rules seen on a key shared by two records, applied to the group once sets are final.
     let mut shared: Vec<(u32, MatchRule)> = Vec::new();
@@ -192,17 +142,17 @@ pub fn merge_records(records: Vec<FederatedRecord>) -> Vec<FederatedRecord> {
         let mut by_ref: HashMap<&str, u32> = HashMap::with_capacity(n);
         let mut by_email: HashMap<String, u32> = HashMap::with_capacity(n);
         let mut by_phone: HashMap<String, u32> = HashMap::with_capacity(n);
-        for pos in 0..n as u32 {
-            let record = at(pos);
+        for (idx, record) in records.iter().enumerate() {
+            let idx = idx as u32;
             for record_ref in member_refs(record) {
                 match by_ref.get(record_ref) {
-                    Some(&other) if other != pos => {
-                        sets.union(pos, other);
-                        shared.push((pos, MatchRule::RecordRef));
+                    Some(&other) if other != idx => {
+                        sets.union(idx, other);
+                        shared.push((idx, MatchRule::RecordRef));
                     }
                     Some(_) => {}
                     None => {
-                        by_ref.insert(record_ref, pos);
+                        by_ref.insert(record_ref, idx);
                     }
                 }
             }
@@ -221,79 +171,122 @@ pub fn merge_records(records: Vec<FederatedRecord>) -> Vec<FederatedRecord> {
                 let Some(key) = key else { continue };
                 match map.get(&key) {
                     Some(&other) => {
-                        sets.union(pos, other);
-                        shared.push((pos, rule));
+                        sets.union(idx, other);
+                        shared.push((idx, rule));
                     }
                     None => {
-                        map.insert(key, pos);
+                        map.insert(key, idx);
                     }
                 }
             }
         }
     }
 
-    // Groups numbered by their first member in canonical order.
+    // Groups numbered by their first member in arrival order.
     const NONE: u32 = u32::MAX;
     let mut group_of_root: Vec<u32> = vec![NONE; n];
-    let mut group_of_pos: Vec<u32> = Vec::with_capacity(n);
+    let mut group_of_idx: Vec<u32> = Vec::with_capacity(n);
     let mut n_groups = 0u32;
-    for pos in 0..n as u32 {
-        let root = sets.find(pos) as usize;
+    for idx in 0..n as u32 {
+        let root = sets.find(idx) as usize;
         if group_of_root[root] == NONE {
             group_of_root[root] = n_groups;
             n_groups += 1;
         }
-        group_of_pos.push(group_of_root[root]);
+        group_of_idx.push(group_of_root[root]);
     }
+    drop(group_of_root);
+    drop(sets);
     let n_groups = n_groups as usize;
-    // Members of each group, contiguous and in canonical order (a counting sort).
-    let mut starts: Vec<usize> = vec![0; n_groups + 1];
-    for &group in &group_of_pos {
+    // Members of each group, contiguous (a counting sort; arrival order within a group).
+    let mut starts: Vec<u32> = vec![0; n_groups + 1];
+    for &group in &group_of_idx {
         starts[group as usize + 1] += 1;
     }
     for group in 0..n_groups {
         starts[group + 1] += starts[group];
     }
-    let mut fill = starts.clone();
+    let mut fill: Vec<u32> = starts[..n_groups].to_vec();
     let mut members: Vec<u32> = vec![0; n];
-    for (pos, &group) in group_of_pos.iter().enumerate() {
-        members[fill[group as usize]] = pos as u32;
+    for (idx, &group) in group_of_idx.iter().enumerate() {
+        members[fill[group as usize] as usize] = idx as u32;
         fill[group as usize] += 1;
     }
+    drop(fill);
     let mut rules_of_group: Vec<u8> = vec![0; n_groups];
-    for (pos, rule) in shared {
-        rules_of_group[group_of_pos[pos as usize] as usize] |= 1 << (rule as u8);
+    for (idx, rule) in shared {
+        rules_of_group[group_of_idx[idx as usize] as usize] |= 1 << (rule as u8);
     }
-    // Output order: by the group's record ref (its smallest member ref), unique per group.
-    let group_ref = |group: usize| -> &str {
-        members[starts[group]..starts[group + 1]]
-            .iter()
-            .flat_map(|&pos| member_refs(at(pos)))
-            .min()
-            .unwrap_or("")
-    };
-    let refs_of_groups: Vec<&str> = (0..n_groups).map(group_ref).collect();
-    let mut group_order: Vec<u32> = (0..n_groups as u32).collect();
-    group_order
-        .sort_unstable_by(|&a, &b| refs_of_groups[a as usize].cmp(refs_of_groups[b as usize]));
+    drop(group_of_idx);
+    let members_of = |group: usize| &members[starts[group] as usize..starts[group + 1] as usize];
+
+    // Output order: by the group's record ref (its smallest member ref), unique per group: a
+    // ref names one group only, since records sharing a ref join.
+    let refs_of_groups: Vec<&str> = (0..n_groups)
+        .map(|group| {
+            members_of(group)
+                .iter()
+                .flat_map(|&idx| member_refs(&records[idx as usize]))
+                .min()
+                .unwrap_or("")
+        })
+        .collect();
+    let group_order = order_by_ref(&refs_of_groups);
     drop(refs_of_groups);
 
-    let positions_to_index: Vec<u32> = order;
     let mut slots: Vec<Option<FederatedRecord>> = records.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(n_groups);
     for group in group_order {
         let group = group as usize;
-        let mut taken: Vec<FederatedRecord> = members[starts[group]..starts[group + 1]]
+        let mut taken: Vec<FederatedRecord> = members_of(group)
             .iter()
-            .filter_map(|&pos| slots[positions_to_index[pos as usize] as usize].take())
+            .filter_map(|&idx| slots[idx as usize].take())
             .collect();
         if taken.len() == 1 {
             out.extend(taken.pop());
         } else {
+            // Canonical order within the group only: what `merge_group` reads first wins.
+            taken.sort_by(canonical_order);
             out.push(merge_group(taken, rules_of_group[group]));
         }
     }
     out
+}
+
+/// A group's place in the output: the 16 bytes of its ref after the prefix every ref shares,
+/// big-endian, zero-padded. Keys order like the refs themselves (`a < b` whenever
+/// `key(a) < key(b)`); equal keys fall back to comparing the refs, so the order is exact.
+type RefKey = u128;
+
+fn ref_key(text: &str, common: usize) -> RefKey {
+    let mut key = [0u8; 16];
+    let tail = text.as_bytes().get(common..).unwrap_or_default();
+    let len = tail.len().min(16);
+    key[..len].copy_from_slice(&tail[..len]);
+    u128::from_be_bytes(key)
+}
+
+/// Indices of `refs` in ascending order of the refs (each distinct). Sorts fixed-size keys, so
+/// most comparisons touch no string.
+fn order_by_ref(refs: &[&str]) -> Vec<u32> {
+    let first = refs.first().copied().unwrap_or("");
+    let common = refs.iter().fold(first.len(), |common, text| {
+        first.as_bytes()[..common]
+            .iter()
+            .zip(text.as_bytes())
+            .take_while(|(a, b)| a == b)
+            .count()
+    });
+    let mut keys: Vec<(RefKey, u32)> = refs
+        .iter()
+        .enumerate()
+        .map(|(idx, text)| (ref_key(text, common), idx as u32))
+        .collect();
+    keys.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| refs[a.1 as usize].cmp(refs[b.1 as usize]))
+    });
+    keys.into_iter().map(|(_, idx)| idx).collect()
 }
 
 /// Merges one group whose members are in canonical order.

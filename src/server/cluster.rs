@@ -71,6 +71,9 @@ pub(super) async fn connect_cluster(
     let backplane = RedisBackplane::connect(redis, streams.instance(), inbox)
         .await
         .map_err(|err| refuse("refused the subscription", &err))?;
+    if let Sessions::Redis(store) = &sessions {
+        backplane.serve_cache(store);
+    }
     Ok((sessions, Arc::new(backplane), notices_rx))
 }
 

@@ -183,6 +183,8 @@ impl ServeConfig {
         self.cluster = cluster.redis_url.clone().map(|url| RedisConfig {
             command_timeout: Duration::from_millis(cluster.command_timeout_ms.max(1)),
             holder_ttl: Duration::from_secs(cluster.holder_ttl_secs.max(3)),
+            refresh_after_percent: cluster.session_refresh_after_percent,
+            session_cache: Duration::from_millis(cluster.session_cache_ms),
             ..RedisConfig::new(url).with_prefix(cluster.key_prefix.clone())
         });
         self.expected_instances = cluster.expected_instances;

@@ -5,7 +5,8 @@
 //! streams, SSE or JSON-RPC: what crosses Redis is records and bytes.
 //!
 //! - `store.rs`: [`RedisStore`], session records and both caps, one Lua round trip per
-//!   operation.
+//!   operation; `cache.rs`, its short local cache of validated sessions, emptied over the
+//!   backplane's broadcast channel when a session is deleted on any instance.
 //! - `backplane.rs`: [`RedisBackplane`], the stream-holder registry and pub/sub routing to the
 //!   instance holding a stream; `subscriber.rs`, what its subscription does with each push.
 //! - `frame.rs`: the wire form of what the backplane publishes ([`encode_deliver`],
@@ -23,6 +24,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::RedisResult;
 
 mod backplane;
+mod cache;
 mod frame;
 mod store;
 mod subscriber;
@@ -31,6 +33,7 @@ mod tests;
 mod wire;
 
 pub use backplane::RedisBackplane;
+pub use cache::DEFAULT_SESSION_CACHE_CAPACITY;
 pub use frame::{
     decode_deliver, decode_invalidate, encode_deliver, encode_invalidate, FrameError, Routed,
 };
@@ -44,6 +47,17 @@ pub const DEFAULT_REDIS_COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 /// Default lifetime of a stream-holder registration that its holder stops refreshing (the
 /// holder died): after it, messages for that stream are no longer routed anywhere.
 pub const DEFAULT_HOLDER_TTL: Duration = Duration::from_secs(30);
+
+/// Default share of the idle timeout within which a validation does not write the session's
+/// refreshed expiry back to Redis (`[cluster] session_refresh_after_percent`): a session last
+/// refreshed less than 25% of `session_idle_secs` ago is only read. An idle session then expires
+/// between 75% and 100% of the idle timeout after its last request.
+pub const DEFAULT_SESSION_REFRESH_AFTER_PERCENT: u32 = 25;
+
+/// Default longest time an instance answers for a session from its local cache without asking
+/// Redis (`[cluster] session_cache_ms`); the bound on how long a DELETE on another instance
+/// whose invalidation was lost can go unseen.
+pub const DEFAULT_SESSION_CACHE: Duration = Duration::from_secs(1);
 
 /// Default namespace of a deployment's keys and channels.
 pub const DEFAULT_REDIS_PREFIX: &str = "default";
@@ -63,6 +77,11 @@ pub struct RedisConfig {
     pub command_timeout: Duration,
     /// Lifetime of a stream-holder registration not refreshed by its holder.
     pub holder_ttl: Duration,
+    /// A validation writes the refreshed expiry only when the session's last refresh is at
+    /// least this percent of the idle timeout old (0: on every validation).
+    pub refresh_after_percent: u32,
+    /// Longest time a validated session is answered from the local cache (zero: no cache).
+    pub session_cache: Duration,
 }
 
 impl RedisConfig {
@@ -73,6 +92,8 @@ impl RedisConfig {
             prefix: DEFAULT_REDIS_PREFIX.to_owned(),
             command_timeout: DEFAULT_REDIS_COMMAND_TIMEOUT,
             holder_ttl: DEFAULT_HOLDER_TTL,
+            refresh_after_percent: DEFAULT_SESSION_REFRESH_AFTER_PERCENT,
+            session_cache: DEFAULT_SESSION_CACHE,
         }
     }
 

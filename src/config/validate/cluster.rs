@@ -6,7 +6,8 @@
 use super::{Loc, Report};
 use crate::config::ClusterSettings;
 
-/// The URL's scheme, the key prefix, the instance count, the command timeout, the holder TTL.
+/// The URL's scheme, the key prefix, the instance count, the command timeout, the holder TTL,
+/// the session refresh share and cache age.
 pub(super) fn check(report: &mut Report, cluster: &ClusterSettings) {
     let loc = Loc::root().with("section", "cluster");
     if let Some(url) = &cluster.redis_url {
@@ -35,6 +36,20 @@ pub(super) fn check(report: &mut Report, cluster: &ClusterSettings) {
         report.push(
             &loc,
             "holder_ttl_secs must be at least 3 (registrations are refreshed every third of it)",
+        );
+    }
+    if cluster.session_refresh_after_percent > 50 {
+        report.push(
+            &loc,
+            "session_refresh_after_percent must be at most 50 (an idle session may expire that \
+             share of session_idle_secs early)",
+        );
+    }
+    if cluster.session_cache_ms > 10_000 {
+        report.push(
+            &loc,
+            "session_cache_ms must be at most 10000 (it bounds how long a lost delete notice goes \
+             unseen)",
         );
     }
 }

@@ -1,5 +1,6 @@
 //! The merge property tests: the final result and the groups do not depend on arrival order
-//! (checked against `merge.rs`'s naive reference).
+//! (checked against `merge.rs`'s naive reference), and the result is exactly that of the
+//! previous, sort-first algorithm (`merge/sorted.rs`).
 
 use super::*;
 
@@ -81,6 +82,25 @@ proptest! {
         let mut sorted = refs.clone();
         sorted.sort_unstable();
         prop_assert_eq!(refs, sorted);
+    }
+
+    /// The merge gives exactly what the previous algorithm gave (same groups, same fields, same
+    /// order), on raw records and on merged chunks merged again (what the final result does).
+    #[test]
+    fn merge_agrees_with_the_sorted_oracle(
+        records in prop::collection::vec(arbitrary_record(), 0..80),
+        chunk in 1..12usize,
+    ) {
+        prop_assert_eq!(
+            merge_records(records.clone()),
+            super::merge::merge_records_sorted(records.clone())
+        );
+        let merged_chunks: Vec<FederatedRecord> =
+            records.chunks(chunk).flat_map(|c| merge_records(c.to_vec())).collect();
+        prop_assert_eq!(
+            merge_records(merged_chunks.clone()),
+            super::merge::merge_records_sorted(merged_chunks)
+        );
     }
 
     /// Each chunk's source-local federation (what event pages show) is order-independent too.

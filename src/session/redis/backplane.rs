@@ -53,7 +53,7 @@ use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, Script, Value};
 use super::frame::{encode_deliver, encode_invalidate, encode_routed, KIND_CLOSE, KIND_RELOAD};
 use super::subscriber::{Held, Receiver};
 use super::wire::{bounded, component, millis, unavailable};
-use super::RedisConfig;
+use super::{RedisConfig, RedisStore};
 use crate::session::{BackplaneError, Inbox, Owner, OwnerKey, SessionId};
 
 /// Refresh: keep the registration when it is ours (or re-create it when Redis lost it);
@@ -193,6 +193,7 @@ impl RedisBackplane {
             instance_id: instance_id.clone().into_bytes(),
             instance_channel: instance_channel.clone().into_bytes(),
             broadcast_channel: broadcast_channel.clone().into_bytes(),
+            cache: std::sync::OnceLock::new(),
         });
 
         let client = redis::Client::open(redis.url.as_str()).map_err(|e| unavailable(&e))?;
@@ -261,6 +262,17 @@ impl RedisBackplane {
             command_timeout: redis.command_timeout,
             holder_ttl: redis.holder_ttl,
         })
+    }
+
+    /// Makes this subscription keep `store`'s session cache honest: session-gone notices on the
+    /// broadcast channel empty its entries, and the cache is used only while both channels are
+    /// subscribed (`cache.rs`). Call once, with the store of the same deployment (same URL and
+    /// prefix); a second call is ignored.
+    pub fn serve_cache(&self, store: &RedisStore) {
+        let _ = self.receiver.cache.set(store.cache().clone());
+        if self.receiver.is_subscribed() {
+            store.cache().listen();
+        }
     }
 
     /// The server-side id of the subscription connection (tests kill it to check that the

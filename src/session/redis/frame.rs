@@ -8,7 +8,8 @@
 //! A frame addressed to one session's streams (deliver, close) is its kind byte, the raw bytes
 //! of the session id, three big-endian `u16` lengths (tenant, client, caller), those three
 //! strings, and the message. An invalidation is its kind byte and the tenant; a configuration
-//! notice its kind byte, the origin instance, `:` and the version in decimal.
+//! notice its kind byte, the origin instance, `:` and the version in decimal; a session-gone
+//! notice its kind byte and the raw bytes of the session id.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -26,6 +27,11 @@ pub(super) const KIND_CLOSE: u8 = 3;
 
 /// First byte of a configuration notice: `{kind}{origin instance}:{version in decimal}`.
 pub(super) const KIND_RELOAD: u8 = 4;
+
+/// First byte of a "session deleted or changed" notice: `{kind}{session id, raw bytes}`. The
+/// store's scripts publish it (`store.rs`); every instance's subscriber empties its session
+/// cache entry (`cache.rs`).
+pub(super) const KIND_SESSION_GONE: u8 = 5;
 
 /// Fixed part of a deliver frame: kind, session id, three `u16` lengths.
 const DELIVER_HEADER: usize = 1 + SESSION_ID_BYTES + 3 * 2;
@@ -153,6 +159,24 @@ pub(super) fn decode_reload(frame: &[u8]) -> Result<(&[u8], u64), FrameError> {
     Ok((origin, version))
 }
 
+/// Encodes a session-gone notice for `session`.
+pub(super) fn encode_session_gone(session: &SessionId) -> [u8; 1 + SESSION_ID_BYTES] {
+    let mut frame = [KIND_SESSION_GONE; 1 + SESSION_ID_BYTES];
+    frame[1..].copy_from_slice(session.as_bytes());
+    frame
+}
+
+/// Decodes a session-gone notice: the session.
+pub(super) fn decode_session_gone(frame: &[u8]) -> Result<SessionId, FrameError> {
+    match frame.split_first() {
+        Some((&KIND_SESSION_GONE, id)) => <[u8; SESSION_ID_BYTES]>::try_from(id)
+            .map(SessionId::from_bytes)
+            .map_err(|_| FrameError::Truncated),
+        Some((&kind, _)) => Err(FrameError::UnknownKind(kind)),
+        None => Err(FrameError::Truncated),
+    }
+}
+
 /// Encodes a catalog invalidation for `tenant`.
 pub fn encode_invalidate(tenant: &str) -> Bytes {
     let mut frame = BytesMut::with_capacity(1 + tenant.len());
@@ -216,6 +240,22 @@ mod tests {
         assert_eq!(
             decode_deliver(&a).unwrap().owner,
             Owner::new("ab", "c", "x")
+        );
+    }
+
+    #[test]
+    fn session_gone_round_trips_and_refuses_other_lengths() {
+        let id = SessionId::random();
+        let frame = encode_session_gone(&id);
+        assert_eq!(decode_session_gone(&frame), Ok(id));
+        assert_eq!(
+            decode_session_gone(&frame[..frame.len() - 1]),
+            Err(FrameError::Truncated)
+        );
+        assert_eq!(decode_session_gone(&[]), Err(FrameError::Truncated));
+        assert_eq!(
+            decode_session_gone(&encode_invalidate("t")),
+            Err(FrameError::UnknownKind(KIND_INVALIDATE))
         );
     }
 

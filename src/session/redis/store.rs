@@ -19,8 +19,14 @@
 //!   are built in one buffer.
 //! - `sluice:{p}:tenants`: the set of tenants that may hold sessions (for [`RedisStore::counts`]).
 //!
-//! Every read and write of a session is one round trip: a script that checks the owner,
+//! Every read and write of a session is at most one round trip: a script that checks the owner,
 //! applies the change, moves the expiry (key TTL and score) and returns what the caller needs.
+//! A validation moves the expiry only when the last refresh is at least
+//! [`RedisConfig::refresh_after_percent`] of the idle timeout old (otherwise the script only
+//! reads), and a session validated a moment ago is answered from the local [`SessionCache`]
+//! (`cache.rs`) with no round trip at all; the delete script publishes a session-gone notice
+//! on the backplane's broadcast channel in the same step, which empties that cache on every
+//! instance.
 //! All times come from the Redis server clock (`TIME`), never from an instance's clock, so
 //! instances with skewed clocks agree on expiry.
 //!
@@ -31,6 +37,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -39,6 +46,8 @@ use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use tokio::time::Instant;
 
+use super::cache::{Lookup, SessionCache, DEFAULT_SESSION_CACHE_CAPACITY};
+use super::frame::encode_session_gone;
 use super::wire::{as_bytes, bounded, component, escaped, millis, unavailable};
 use super::RedisConfig;
 use crate::session::{
@@ -87,28 +96,40 @@ return 0
 ";
 
 /// Validate, mark initialized, or set the handshake. KEYS: session, tenant set, caller set.
-/// ARGV: tenant,
-/// client, caller, idle ms, init ms, id, operation (`v`, `i`, `h`), then for `h` version,
-/// client info, capabilities.
+/// ARGV: tenant, client, caller, idle ms, init ms, id, operation (`v`, `i`, `h`), refresh-after
+/// ms, broadcast channel, session-gone notice, then for `h` version, client info, capabilities.
+/// A `v` whose session was refreshed less than refresh-after ms ago writes nothing (the expiry
+/// stays); `h` and a session found expired publish the session-gone notice, so every instance's
+/// cache drops it.
 /// Returns `{1}` (not found), `{2}` (foreign), `{0, ms left}` (`i`, `h`) or
-/// `{0, ms left, initialized, version, client info, capabilities}` (`v`).
+/// `{0, ms left, initialized, version, client info, capabilities, ms until a refresh is due}`
+/// (`v`).
 const TOUCH: &str = r"
 local record = redis.call('HMGET', KEYS[1], 'tenant', 'client', 'caller', 'created',
-  'initialized', 'expires')
+  'initialized', 'expires', 'last_seen')
 if not record[1] then return {1} end
 if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] or record[3] ~= ARGV[3] then return {2} end
 if now >= tonumber(record[6]) then
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[2], ARGV[6])
   redis.call('ZREM', KEYS[3], ARGV[6])
+  redis.call('PUBLISH', ARGV[9], ARGV[10])
   return {1}
 end
 local initialized = record[5] == '1'
+local refresh_after = tonumber(ARGV[8])
+local since = now - (tonumber(record[7]) or 0)
+if ARGV[7] == 'v' and since < refresh_after then
+  local data = redis.call('HMGET', KEYS[1], 'version', 'client_info', 'capabilities')
+  return {0, tonumber(record[6]) - now, initialized and 1 or 0, data[1], data[2], data[3],
+    refresh_after - since}
+end
 if ARGV[7] == 'i' then
   initialized = true
   redis.call('HSET', KEYS[1], 'initialized', '1')
 elseif ARGV[7] == 'h' then
-  redis.call('HSET', KEYS[1], 'version', ARGV[8], 'client_info', ARGV[9], 'capabilities', ARGV[10])
+  redis.call('HSET', KEYS[1], 'version', ARGV[11], 'client_info', ARGV[12], 'capabilities', ARGV[13])
+  redis.call('PUBLISH', ARGV[9], ARGV[10])
 end
 local expires = now + tonumber(ARGV[4])
 if not initialized then expires = math.min(expires, tonumber(record[4]) + tonumber(ARGV[5])) end
@@ -120,10 +141,12 @@ redis.call('ZADD', KEYS[3], expires, ARGV[6])
 if redis.call('PTTL', KEYS[3]) < expires - now then redis.call('PEXPIREAT', KEYS[3], expires) end
 if ARGV[7] ~= 'v' then return {0, expires - now} end
 local data = redis.call('HMGET', KEYS[1], 'version', 'client_info', 'capabilities')
-return {0, expires - now, initialized and 1 or 0, data[1], data[2], data[3]}
+return {0, expires - now, initialized and 1 or 0, data[1], data[2], data[3], refresh_after}
 ";
 
-/// Delete. KEYS: session, tenant set, caller set. ARGV: tenant, client, caller, id.
+/// Delete. KEYS: session, tenant set, caller set. ARGV: tenant, client, caller, id, broadcast
+/// channel, session-gone notice (published in the same step, so every instance's cache drops
+/// the session).
 /// Returns 0 (deleted), 1 (not found or already expired), 2 (foreign).
 const DELETE: &str = r"
 local record = redis.call('HMGET', KEYS[1], 'tenant', 'client', 'caller', 'expires')
@@ -132,6 +155,7 @@ if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] or record[3] ~= ARGV[3] then ret
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[4])
+redis.call('PUBLISH', ARGV[5], ARGV[6])
 if now >= tonumber(record[4]) then return 1 end
 return 0
 ";
@@ -187,6 +211,14 @@ pub struct RedisStore {
     namespace: String,
     /// Key of the tenants set.
     tenants_key: String,
+    /// The backplane's broadcast channel (`sluice:{p}:broadcast`), where the scripts publish
+    /// session-gone notices.
+    broadcast_channel: String,
+    /// Idle-timeout share, in milliseconds, within which a validation only reads.
+    refresh_after_ms: u64,
+    /// Validated sessions answered without Redis; kept honest by the backplane
+    /// ([`RedisBackplane::serve_cache`](super::RedisBackplane::serve_cache)).
+    cache: Arc<SessionCache>,
     config: SessionConfig,
     command_timeout: Duration,
     /// Sessions this instance served, with when it last heard they expire; what
@@ -215,6 +247,14 @@ impl RedisStore {
             connection,
             scripts: Scripts::new(),
             tenants_key: format!("{namespace}tenants"),
+            broadcast_channel: format!("{namespace}broadcast"),
+            refresh_after_ms: millis(config.idle)
+                .saturating_mul(u64::from(redis.refresh_after_percent.min(100)))
+                / 100,
+            cache: Arc::new(SessionCache::new(
+                redis.session_cache,
+                DEFAULT_SESSION_CACHE_CAPACITY,
+            )),
             namespace,
             config,
             command_timeout: redis.command_timeout,
@@ -251,6 +291,11 @@ impl RedisStore {
         )
         .await
         .map_err(SessionError::from)
+    }
+
+    /// The local cache of validated sessions (the backplane keeps it honest).
+    pub(crate) fn cache(&self) -> &Arc<SessionCache> {
+        &self.cache
     }
 
     /// The configuration in force.
@@ -311,13 +356,18 @@ impl RedisStore {
         ))
     }
 
-    /// See [`SessionStore::validate`]: one round trip that checks the owner, refreshes the
-    /// expiry and returns the record.
+    /// See [`SessionStore::validate`]: from the local cache when this instance validated the
+    /// session a moment ago (`cache.rs` bounds how long), otherwise one round trip that checks
+    /// the owner, refreshes the expiry when due and returns the record.
     pub async fn validate(
         &self,
         id: &SessionId,
         owner: Owner<'_>,
     ) -> Result<SessionInfo, SessionError> {
+        let generation = match self.cache.lookup(id, owner) {
+            Lookup::Hit(info) => return Ok(info),
+            Lookup::Miss(generation) => generation,
+        };
         let reply = self.touch(id, owner, Touch::Validate).await?;
         let initialized = matches!(reply.get(2), Some(Value::Int(1)));
         let version = reply
@@ -334,12 +384,23 @@ impl RedisStore {
                 .map(Bytes::copy_from_slice)
                 .unwrap_or_default()
         };
-        Ok(SessionInfo {
+        let info = SessionInfo {
             version,
             initialized,
             client_info: field(4),
             capabilities: field(5),
-        })
+        };
+        // Only initialized sessions are cached: `initialized` never goes back, so the entry
+        // cannot hide a change another instance makes (a handshake publishes a notice).
+        if initialized {
+            let ms = |index: usize| match reply.get(index) {
+                Some(Value::Int(ms)) => u64::try_from(*ms).unwrap_or(0),
+                _ => 0,
+            };
+            let fresh_for = Duration::from_millis(ms(1).min(ms(6)));
+            self.cache.insert(*id, owner, &info, fresh_for, generation);
+        }
+        Ok(info)
     }
 
     /// See [`SessionStore::mark_initialized`].
@@ -348,7 +409,9 @@ impl RedisStore {
         id: &SessionId,
         owner: Owner<'_>,
     ) -> Result<(), SessionError> {
-        self.touch(id, owner, Touch::Initialize).await.map(drop)
+        let touched = self.touch(id, owner, Touch::Initialize).await.map(drop);
+        self.cache.invalidate(id);
+        touched
     }
 
     /// See [`SessionStore::set_handshake`].
@@ -358,14 +421,19 @@ impl RedisStore {
         owner: Owner<'_>,
         handshake: Handshake<'_>,
     ) -> Result<(), SessionError> {
-        self.touch(id, owner, Touch::Handshake(handshake))
+        let touched = self
+            .touch(id, owner, Touch::Handshake(handshake))
             .await
-            .map(drop)
+            .map(drop);
+        self.cache.invalidate(id);
+        touched
     }
 
-    /// See [`SessionStore::delete`]. Works from any instance.
+    /// See [`SessionStore::delete`]. Works from any instance; the script tells every instance
+    /// (session-gone notice) so none answers for it from its cache.
     pub async fn delete(&self, id: &SessionId, owner: Owner<'_>) -> Result<(), SessionError> {
         let keys = self.owner_keys(owner);
+        let gone = encode_session_gone(id);
         let mut invocation = self.scripts.delete.key(self.session_key(id));
         invocation
             .key(keys.tenant())
@@ -373,14 +441,18 @@ impl RedisStore {
             .arg(owner.tenant)
             .arg(owner.client)
             .arg(owner.caller)
-            .arg(id.encode().as_str());
+            .arg(id.encode().as_str())
+            .arg(&self.broadcast_channel)
+            .arg(&gone[..]);
         let mut connection = self.connection.clone();
-        let outcome: i64 = bounded(
+        let outcome = bounded(
             self.command_timeout,
-            invocation.invoke_async(&mut connection),
+            invocation.invoke_async::<i64>(&mut connection),
         )
-        .await?;
-        match outcome {
+        .await;
+        // Whatever the outcome, this instance stops answering for it from the cache.
+        self.cache.invalidate(id);
+        match outcome? {
             0 => {
                 self.forget(id);
                 Ok(())
@@ -506,15 +578,23 @@ impl RedisStore {
             .arg(millis(self.config.idle))
             .arg(millis(self.config.init_timeout))
             .arg(id.encode().as_str());
-        match touch {
-            Touch::Validate => invocation.arg("v"),
-            Touch::Initialize => invocation.arg("i"),
-            Touch::Handshake(handshake) => invocation
-                .arg("h")
+        let gone = encode_session_gone(id);
+        let op = match touch {
+            Touch::Validate => "v",
+            Touch::Initialize => "i",
+            Touch::Handshake(_) => "h",
+        };
+        invocation
+            .arg(op)
+            .arg(self.refresh_after_ms)
+            .arg(&self.broadcast_channel)
+            .arg(&gone[..]);
+        if let Touch::Handshake(handshake) = touch {
+            invocation
                 .arg(handshake.version.as_str())
                 .arg(handshake.client_info)
-                .arg(handshake.capabilities),
-        };
+                .arg(handshake.capabilities);
+        }
         let mut connection = self.connection.clone();
         let reply: Vec<Value> = bounded(
             self.command_timeout,

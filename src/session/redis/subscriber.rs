@@ -4,16 +4,22 @@
 //! whether both channels are subscribed now, and the handling of each push, inline on the
 //! connection's push task (no queue, so nothing grows without bound; [`Inbox::deliver`] never
 //! blocks). A routed message is delivered only to a stream registered here for exactly its
-//! owner. Must not send commands: `backplane.rs` does, and keeps the registry in Redis.
+//! owner. A session-gone notice on the broadcast channel empties the Redis store's cache entry
+//! of that session (`cache.rs`), and the cache is used only while both channels are subscribed.
+//! Must not send commands: `backplane.rs` does, and keeps the registry in Redis.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use redis::{PushInfo, PushKind, Value};
 
-use super::frame::{decode_invalidate, decode_reload, decode_routed, KIND_CLOSE, KIND_RELOAD};
+use super::cache::SessionCache;
+use super::frame::{
+    decode_invalidate, decode_reload, decode_routed, decode_session_gone, KIND_CLOSE, KIND_RELOAD,
+    KIND_SESSION_GONE,
+};
 use crate::log_limit::{warn_limited, Kind};
 use crate::session::{Inbox, Owner, OwnerKey, SessionId};
 
@@ -38,6 +44,9 @@ pub(super) struct Receiver {
     /// This instance's channel name, as bytes (compared with each push's channel).
     pub(super) instance_channel: Vec<u8>,
     pub(super) broadcast_channel: Vec<u8>,
+    /// The session cache of this instance's Redis store, once attached
+    /// ([`RedisBackplane::serve_cache`](super::RedisBackplane::serve_cache)).
+    pub(super) cache: OnceLock<Arc<SessionCache>>,
 }
 
 impl Receiver {
@@ -48,6 +57,9 @@ impl Receiver {
             PushKind::Message => {}
             PushKind::Disconnection => {
                 self.subscribed.store(0, Ordering::Release);
+                if let Some(cache) = self.cache.get() {
+                    cache.stop();
+                }
                 return;
             }
             PushKind::Subscribe | PushKind::Unsubscribe => {
@@ -63,8 +75,14 @@ impl Receiver {
                 };
                 if push.kind == PushKind::Subscribe {
                     self.subscribed.fetch_or(bit, Ordering::AcqRel);
+                    if let (true, Some(cache)) = (self.is_subscribed(), self.cache.get()) {
+                        cache.listen();
+                    }
                 } else {
                     self.subscribed.fetch_and(!bit, Ordering::AcqRel);
+                    if let Some(cache) = self.cache.get() {
+                        cache.stop();
+                    }
                 }
                 return;
             }
@@ -94,6 +112,22 @@ impl Receiver {
                 ),
             }
         } else if *channel == self.broadcast_channel {
+            if payload.first() == Some(&KIND_SESSION_GONE) {
+                match decode_session_gone(payload) {
+                    Ok(session) => {
+                        if let Some(cache) = self.cache.get() {
+                            cache.invalidate(&session);
+                        }
+                    }
+                    Err(error) => warn_limited!(
+                        "",
+                        Kind::MalformedBackplane,
+                        %error,
+                        "malformed session notice"
+                    ),
+                }
+                return;
+            }
             if payload.first() == Some(&KIND_RELOAD) {
                 match decode_reload(payload) {
                     Ok((origin, _)) if origin == self.instance_id.as_slice() => {}

@@ -23,6 +23,7 @@ use crate::session::{
 };
 
 mod backplane;
+mod cache;
 
 const A: Owner<'static> = Owner::new("t", "c", "anonymous");
 
