@@ -276,7 +276,11 @@ impl Decoder {
     fn take_event<I: Input>(&mut self, input: &mut I, raw: &Raw) -> Event {
         let [data, own_id, name] = match (raw.data, raw.id, raw.event) {
             // The common shapes: `[event: message] [id] data`, in that order.
-            (DataRef::Range(start, stop), IdRef::Last | IdRef::None, NameRef::Empty | NameRef::Message) => {
+            (
+                DataRef::Range(start, stop),
+                IdRef::Last | IdRef::None,
+                NameRef::Empty | NameRef::Message,
+            ) => {
                 input.skip(start);
                 let data = input.take(stop - start);
                 input.skip(raw.end - stop);
