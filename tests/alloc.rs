@@ -208,7 +208,11 @@ fn borrowed_decoder_allocates_nothing_per_event() {
     let mut stream = Vec::new();
     for n in 0..64u64 {
         let id = format!("i1.s7.{n}");
-        stream.extend_from_slice(&encoder.message_json(Some(id.as_bytes()), &rpc_result(n)).unwrap());
+        stream.extend_from_slice(
+            &encoder
+                .message_json(Some(id.as_bytes()), &rpc_result(n))
+                .unwrap(),
+        );
         // A multi-line frame goes through the scratch buffer and the line parser.
         stream.extend_from_slice(&encoder.message(None, b"a\nb\r\nc"));
     }
@@ -219,7 +223,9 @@ fn borrowed_decoder_allocates_nothing_per_event() {
         // Fed in uneven pieces, so frames are cut by the end of the input too.
         for piece in stream.chunks(1000) {
             buf.extend_from_slice(piece);
-            decoder.decode_with(buf, |event| n_events += event.data.len().min(1)).unwrap();
+            decoder
+                .decode_with(buf, |event| n_events += event.data.len().min(1))
+                .unwrap();
         }
     };
     run(&mut decoder, &mut buf);

@@ -10,7 +10,7 @@
 //! Payload bytes CR, LF and CRLF each end a `data:` line, so any payload survives the trip
 //! through a standard decoder, with its line breaks normalized to LF.
 
-use std::cell::Cell;
+use std::io;
 
 use bytes::{Bytes, BytesMut};
 
@@ -28,13 +28,6 @@ pub enum EncodeError {
 /// better estimate.
 const JSON_SIZE_GUESS: usize = 1024;
 
-thread_local! {
-    /// Where `message_json` serializes before copying into the frame, one per thread so a new
-    /// encoder per stream allocates nothing either; not kept after a payload over
-    /// `MAX_POOLED_CAPACITY`.
-    static JSON_SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
-}
-
 /// What replaces each line break inside a payload.
 const DATA_LINE_BREAK: &[u8] = b"\ndata: ";
 
@@ -44,7 +37,7 @@ const DATA_LINE_BREAK: &[u8] = b"\ndata: ";
 #[derive(Debug)]
 pub struct Encoder {
     buf: BytesMut,
-    /// Size of the last `message_with` payload: the room reserved for the next one.
+    /// Size of the last JSON payload: the room reserved for the next one.
     json_hint: usize,
     /// The buffer grew beyond what the pool keeps (one huge frame).
     oversized: bool,
@@ -79,7 +72,7 @@ impl Encoder {
         self.named(b"message", id, data)
     }
 
-    /// Like [`Encoder::message`], serializing `value` as compact JSON into the frame.
+    /// Like [`Encoder::message`], serializing `value` as compact JSON straight into the frame.
     ///
     /// Compact JSON has no raw line breaks, except inside a `serde_json::value::RawValue`
     /// passed through verbatim; the payload is checked and split like any other.
@@ -88,26 +81,15 @@ impl Encoder {
         id: Option<&[u8]>,
         value: &T,
     ) -> Result<Bytes, EncodeError> {
-        // serde_json writes a compact value as many small pieces (a quote, a key, a colon...);
-        // into a `Vec<u8>` each is an inlined push, the same code the naive encoder runs, while
-        // through an `io::Write` adapter over `BytesMut` each piece paid a capacity check and a
-        // length assertion (see PERFORMANCE.md, sse_encode). So the value goes into a reused
-        // scratch `Vec` first and is copied into the frame in one piece.
-        let mut json = JSON_SCRATCH.try_with(Cell::take).unwrap_or_default();
-        json.clear();
-        let serialized = serde_json::to_writer(&mut json, value);
-        if serialized.is_ok() {
-            self.reserve(header_len(b"message", id) + json.len() + 2);
-            self.put_header(b"message", id);
-        }
+        self.reserve(header_len(b"message", id) + self.json_hint + 2);
+        self.put_header(b"message", id);
         let start = self.buf.len();
-        self.buf
-            .extend_from_slice(if serialized.is_ok() { &json } else { &[] });
-        if json.capacity() <= MAX_POOLED_CAPACITY {
-            // During thread teardown the slot may be gone: then the buffer is simply freed.
-            let _ = JSON_SCRATCH.try_with(|slot| slot.set(json));
+        if let Err(error) = serde_json::to_writer(FrameWriter(&mut self.buf), value) {
+            // Discard the partial frame so the next one starts clean.
+            self.buf.clear();
+            return Err(EncodeError::Serialize(error));
         }
-        serialized?;
+        self.json_hint = self.buf.len() - start;
         split_data_lines(&mut self.buf, start);
         Ok(self.finish(b"\n\n"))
     }
@@ -308,6 +290,28 @@ fn put_u64(buf: &mut BytesMut, mut value: u64) {
         }
     }
     buf.extend_from_slice(digits.get(at..).unwrap_or_default());
+}
+
+/// `io::Write` straight into the frame buffer, for `serde_json::to_writer`.
+struct FrameWriter<'a>(&'a mut BytesMut);
+
+impl io::Write for FrameWriter<'_> {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    #[inline]
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
