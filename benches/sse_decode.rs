@@ -5,6 +5,11 @@
 //! - `sluice_stream`: `sse::EventStream` over a stream of `Bytes` chunks (what clients use);
 //! - `sluice_buffered`: `Decoder::decode` on one `BytesMut` the chunks are appended to (what a
 //!   socket reader does; includes copying the chunk in, as a read would);
+//! - `sluice_borrowed`: `Decoder::decode_slice` straight over each chunk, events handed out as
+//!   `EventRef`s borrowing it; only a frame cut by a chunk boundary is copied into a carry buffer
+//!   (what a client reading from a hyper body does with the borrowed API);
+//! - `sluice_borrowed_buffered`: `Decoder::decode_with` on one `BytesMut` the chunks are appended
+//!   to (includes the copy a socket read makes, like `sluice_buffered`);
 //! - `memchr_scan`: finds frame boundaries (`\n\n`) only — the practical limit;
 //! - `sse_stream_02` (what rmcp uses), `sse_stream_03`, `eventsource_stream`: peers, driven
 //!   over the same stream of chunks (16 KiB only, to keep the run short).
@@ -22,7 +27,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use eventsource_stream::Eventsource;
 use futures::Stream;
 use mimalloc::MiMalloc;
-use sluice::sse::{Decoder, EventStream};
+use sluice::sse::{Decoder, EventRef, EventStream};
 
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
@@ -168,6 +173,52 @@ fn sluice_buffered(chunks: &[Bytes], buf: &mut BytesMut) -> (usize, usize) {
     totals
 }
 
+/// (events, data bytes) through the borrowed API over each chunk in place: a frame cut by the
+/// chunk end is moved to `carry` and completed from the next chunk.
+fn sluice_borrowed(chunks: &[Bytes], carry: &mut Vec<u8>) -> (usize, usize) {
+    let mut decoder = Decoder::new();
+    let mut totals = (0, 0);
+    carry.clear();
+    let mut count = |event: EventRef<'_>| {
+        totals.0 += 1;
+        totals.1 += event.data.len();
+    };
+    for chunk in chunks {
+        let mut chunk: &[u8] = chunk;
+        // Complete the carried frame line by line (the decoder resumes where it stopped), then
+        // go on in place with the rest of the chunk.
+        while !carry.is_empty() && !chunk.is_empty() {
+            let line = memchr::memchr2(b'\n', b'\r', chunk).map_or(chunk.len(), |at| at + 1);
+            carry.extend_from_slice(&chunk[..line]);
+            chunk = &chunk[line..];
+            let consumed = decoder.decode_slice(carry, &mut count).unwrap();
+            carry.drain(..consumed);
+        }
+        if !carry.is_empty() {
+            continue;
+        }
+        let consumed = decoder.decode_slice(chunk, &mut count).unwrap();
+        carry.extend_from_slice(&chunk[consumed..]);
+    }
+    totals
+}
+
+fn sluice_borrowed_buffered(chunks: &[Bytes], buf: &mut BytesMut) -> (usize, usize) {
+    let mut decoder = Decoder::new();
+    let mut totals = (0, 0);
+    buf.clear();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        decoder
+            .decode_with(buf, |event| {
+                totals.0 += 1;
+                totals.1 += event.data.len();
+            })
+            .unwrap();
+    }
+    totals
+}
+
 /// Counts frame ends (`\n\n`, or `\r\n\r\n` for CRLF streams), including ones split across
 /// chunks. The data length is not known to a scan, so it reports the expected one.
 fn memchr_scan(chunks: &[Bytes], finder: &memchr::memmem::Finder<'_>) -> usize {
@@ -274,6 +325,17 @@ fn bench_decode(c: &mut Criterion) {
             bench_checked(&mut group, "sluice_buffered", &param, expected, || {
                 sluice_buffered(black_box(&chunks), &mut buf)
             });
+            let mut carry = Vec::with_capacity(chunk_size);
+            bench_checked(&mut group, "sluice_borrowed", &param, expected, || {
+                sluice_borrowed(black_box(&chunks), &mut carry)
+            });
+            bench_checked(
+                &mut group,
+                "sluice_borrowed_buffered",
+                &param,
+                expected,
+                || sluice_borrowed_buffered(black_box(&chunks), &mut buf),
+            );
             bench_checked(&mut group, "memchr_scan", &param, input.n_events, || {
                 memchr_scan(black_box(&chunks), &finder)
             });

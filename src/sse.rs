@@ -23,6 +23,6 @@ pub(crate) mod pool;
 pub mod props;
 pub mod stream;
 
-pub use decode::{DecodeError, Decoder, Event, DEFAULT_MAX_FRAME};
+pub use decode::{DecodeError, Decoder, Event, EventRef, DEFAULT_MAX_FRAME};
 pub use encode::{EncodeError, Encoder};
 pub use stream::{EventStream, StreamError};

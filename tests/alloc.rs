@@ -1,4 +1,5 @@
-//! Proves that the SSE encoder allocates nothing per frame in steady state.
+//! Proves that the SSE encoder allocates nothing per frame in steady state, and the borrowed
+//! decoder nothing per event.
 //!
 //! A separate test binary because it installs a counting global allocator. Owns only that
 //! proof; what the frames contain is tested in `src/sse/encode.rs`. Counts are per thread, so
@@ -12,7 +13,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 use serde::Serialize;
-use sluice::sse::Encoder;
+use sluice::sse::{Decoder, Encoder};
 
 struct Counting;
 
@@ -199,6 +200,42 @@ fn new_encoder_per_stream_reuses_pooled_buffers() {
         count, 0,
         "{count} allocations over {MEASURED_FRAMES} streams"
     );
+}
+
+#[test]
+fn borrowed_decoder_allocates_nothing_per_event() {
+    let mut encoder = Encoder::new();
+    let mut stream = Vec::new();
+    for n in 0..64u64 {
+        let id = format!("i1.s7.{n}");
+        stream.extend_from_slice(
+            &encoder
+                .message_json(Some(id.as_bytes()), &rpc_result(n))
+                .unwrap(),
+        );
+        // A multi-line frame goes through the scratch buffer and the line parser.
+        stream.extend_from_slice(&encoder.message(None, b"a\nb\r\nc"));
+    }
+    let mut decoder = Decoder::new();
+    let mut buf = bytes::BytesMut::with_capacity(stream.len());
+    let mut n_events = 0;
+    let mut run = |decoder: &mut Decoder, buf: &mut bytes::BytesMut| {
+        // Fed in uneven pieces, so frames are cut by the end of the input too.
+        for piece in stream.chunks(1000) {
+            buf.extend_from_slice(piece);
+            decoder
+                .decode_with(buf, |event| n_events += event.data.len().min(1))
+                .unwrap();
+        }
+    };
+    run(&mut decoder, &mut buf);
+    let before = allocations();
+    for _ in 0..100 {
+        run(&mut decoder, &mut buf);
+    }
+    let count = allocations() - before;
+    assert_eq!(count, 0, "{count} allocations over 100 streams");
+    assert_eq!(n_events, 101 * 128);
 }
 
 #[test]

@@ -476,8 +476,8 @@ pub(crate) struct AnswerReader {
     /// Keep the SSE message the verdict came from (set-up steps read it; the load loop does not,
     /// so the buffer's space comes back for the next answer).
     keep_final: bool,
-    /// The SSE message the verdict came from, when kept.
-    last: Option<Bytes>,
+    /// The SSE message the verdict came from, when kept (a copy: events borrow `buf`).
+    last: Option<Vec<u8>>,
     /// Body bytes of the current answer.
     pub bytes: u64,
     /// SSE events of the current answer (0 for JSON).
@@ -518,7 +518,9 @@ impl AnswerReader {
         self.framing = framing;
         self.id = IdText::new(id);
         self.verdict = Verdict::Other;
-        self.last = None;
+        if let Some(last) = &mut self.last {
+            last.clear();
+        }
         self.bytes = 0;
         self.events = 0;
     }
@@ -532,29 +534,29 @@ impl AnswerReader {
         }
     }
 
+    /// Reads every complete event in the buffer with the borrowed decoder: no reference count
+    /// and no copy per event (only the kept final message is copied, in set-up steps).
     fn drain_events(&mut self) {
-        loop {
-            match self.decoder.decode(&mut self.buf) {
-                Ok(Some(event)) => {
-                    self.events += 1;
-                    // The first answer wins; events after it are still counted.
-                    if self.verdict == Verdict::Other
-                        && !event.data.is_empty()
-                        && event.event_type() == b"message"
-                    {
-                        self.verdict = judge(&event.data, self.id.as_bytes(), self.tool_call);
-                        if self.keep_final && self.verdict != Verdict::Other {
-                            self.last = Some(event.data);
-                        }
-                    }
-                }
-                Ok(None) => return,
-                Err(_) => {
-                    self.verdict = Verdict::Err(ErrorKind::Protocol);
-                    self.buf.clear();
-                    return;
+        let (verdict, last, events) = (&mut self.verdict, &mut self.last, &mut self.events);
+        let (id, tool_call, keep_final) = (self.id.as_bytes(), self.tool_call, self.keep_final);
+        let decoded = self.decoder.decode_with(&mut self.buf, |event| {
+            *events += 1;
+            // The first answer wins; events after it are still counted.
+            if *verdict == Verdict::Other
+                && !event.data.is_empty()
+                && event.event_type() == b"message"
+            {
+                *verdict = judge(event.data, id, tool_call);
+                if keep_final && *verdict != Verdict::Other {
+                    let kept = last.get_or_insert_with(Vec::new);
+                    kept.clear();
+                    kept.extend_from_slice(event.data);
                 }
             }
+        });
+        if decoded.is_err() {
+            self.verdict = Verdict::Err(ErrorKind::Protocol);
+            self.buf.clear();
         }
     }
 
@@ -576,7 +578,7 @@ impl AnswerReader {
     pub(crate) fn final_message(&self) -> Option<&[u8]> {
         match self.framing {
             Framing::Json => Some(&self.buf),
-            Framing::Sse => self.last.as_deref(),
+            Framing::Sse => self.last.as_deref().filter(|last| !last.is_empty()),
         }
     }
 }

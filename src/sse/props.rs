@@ -86,6 +86,40 @@ pub fn decode_buffered(chunks: &[&[u8]], max_frame: usize) -> Outcome {
     (events, None)
 }
 
+/// Decodes the chunks through the borrowed API, [`Decoder::decode_with`] on one growing
+/// `BytesMut`, copying each [`EventRef`](super::decode::EventRef) out.
+pub fn decode_borrowed(chunks: &[&[u8]], max_frame: usize) -> Outcome {
+    let mut decoder = Decoder::with_max_frame(max_frame);
+    let mut buf = BytesMut::new();
+    let mut events = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        if let Err(error) = decoder.decode_with(&mut buf, |event| events.push(event.to_event())) {
+            return (events, Some(error));
+        }
+    }
+    (events, None)
+}
+
+/// Decodes the chunks through [`Decoder::decode_slice`], keeping what it did not consume in a
+/// `Vec` of its own.
+pub fn decode_borrowed_slices(chunks: &[&[u8]], max_frame: usize) -> Outcome {
+    let mut decoder = Decoder::with_max_frame(max_frame);
+    let mut pending: Vec<u8> = Vec::new();
+    let mut events = Vec::new();
+    for chunk in chunks {
+        pending.extend_from_slice(chunk);
+        match decoder.decode_slice(&pending, |event| events.push(event.to_event())) {
+            Ok(consumed) => {
+                assert!(consumed <= pending.len(), "consumed more than the input");
+                pending.drain(..consumed);
+            }
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
+
 /// Decodes the chunks through [`EventStream`] over a stream of `Bytes`.
 pub(crate) fn decode_stream(chunks: &[&[u8]], max_frame: usize) -> Outcome {
     let items: Vec<Result<Bytes, ()>> = chunks
@@ -108,8 +142,9 @@ pub(crate) fn decode_stream(chunks: &[&[u8]], max_frame: usize) -> Outcome {
     }
 }
 
-/// The decoder gives the same events and error whatever the chunking, through both entry
-/// points, and agrees with the naive reference decoder.
+/// The decoder gives the same events and error whatever the chunking, through every entry
+/// point (owned buffered, owned stream, borrowed), and agrees with the naive reference decoder;
+/// so the owned and borrowed APIs agree with each other.
 pub fn decode_chunked(data: &[u8]) {
     let (max_frame, lengths, stream) = split_input(data);
     check_stream(stream, &lengths, max_frame);
@@ -131,12 +166,37 @@ pub fn check_stream(stream: &[u8], lengths: &[usize], max_frame: usize) {
         reference,
         "stream vs reference"
     );
+    assert_eq!(
+        decode_borrowed(&[stream], max_frame),
+        reference,
+        "borrowed, one piece vs reference"
+    );
+    assert_eq!(
+        decode_borrowed(&pieces, max_frame),
+        reference,
+        "borrowed, chunked vs reference"
+    );
+    assert_eq!(
+        decode_borrowed_slices(&pieces, max_frame),
+        reference,
+        "borrowed slices, chunked vs reference"
+    );
     let bytes: Vec<&[u8]> = stream.chunks(1).collect();
     if stream.len() <= 4096 {
         assert_eq!(
             decode_buffered(&bytes, max_frame),
             reference,
             "byte by byte"
+        );
+        assert_eq!(
+            decode_borrowed(&bytes, max_frame),
+            reference,
+            "borrowed, byte by byte"
+        );
+        assert_eq!(
+            decode_stream(&bytes, max_frame),
+            reference,
+            "stream, byte by byte"
         );
     }
 }
@@ -261,5 +321,10 @@ pub fn roundtrip(data: &[u8]) {
         naive::decode_all(&stream, DEFAULT_MAX_FRAME),
         expected,
         "reference"
+    );
+    assert_eq!(
+        decode_borrowed(&frame_chunks, DEFAULT_MAX_FRAME),
+        expected,
+        "borrowed, frame by frame"
     );
 }

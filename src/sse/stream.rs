@@ -1,14 +1,14 @@
 //! A `Stream` of SSE events over any `Stream` of byte chunks.
 //!
 //! Owns only the plumbing between chunks and the [`Decoder`]: each chunk is decoded in place (so
-//! events are zero-copy slices of it), and only a line cut by a chunk boundary is copied into a
-//! small carry buffer until its line end arrives. Must not parse SSE itself; that is `decode.rs`.
+//! events are zero-copy slices of it), and only a frame cut by a chunk boundary is copied into a
+//! small carry buffer, line by line, until its blank line arrives. Must not parse SSE itself; that is `decode.rs`.
 
 use std::fmt;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use futures_core::Stream;
 
 use super::decode::{DecodeError, Decoder, Event};
@@ -51,7 +51,7 @@ pin_project_lite::pin_project! {
         decoder: Decoder,
         // The rest of the current chunk, decoded in place.
         chunk: Bytes,
-        // A line cut by a chunk boundary; while it is non-empty `chunk` is empty.
+        // A frame cut by a chunk boundary, fed line by line from `chunk`.
         carry: BytesMut,
         done: bool,
     }
@@ -95,7 +95,7 @@ where
             let decoded = if this.carry.is_empty() {
                 let decoded = this.decoder.decode_input(this.chunk);
                 if decoded == Ok(None) && !this.chunk.is_empty() {
-                    // An incomplete line: keep it until its end arrives.
+                    // An incomplete frame: keep it until its end arrives.
                     this.carry.extend_from_slice(this.chunk);
                     *this.chunk = Bytes::new();
                 }
@@ -105,7 +105,12 @@ where
             };
             match decoded {
                 Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
-                Ok(None) if this.carry.is_empty() && !this.chunk.is_empty() => continue,
+                Ok(None) if !this.chunk.is_empty() => {
+                    if !this.carry.is_empty() {
+                        feed_line(this.carry, this.chunk);
+                    }
+                    continue;
+                }
                 Ok(None) => {}
                 Err(error) => {
                     *this.done = true;
@@ -114,19 +119,9 @@ where
             }
             match ready!(this.inner.as_mut().poll_next(cx)) {
                 Some(Ok(bytes)) => {
-                    if this.carry.is_empty() {
-                        *this.chunk = bytes;
-                    } else {
-                        // Complete the carried line with the head of the new chunk; only that
-                        // line is copied, the rest is decoded in place.
-                        match memchr::memchr2(b'\n', b'\r', &bytes) {
-                            Some(line_end) => {
-                                let (head, rest) = bytes.split_at(line_end + 1);
-                                this.carry.extend_from_slice(head);
-                                *this.chunk = bytes.slice_ref(rest);
-                            }
-                            None => this.carry.extend_from_slice(&bytes),
-                        }
+                    *this.chunk = bytes;
+                    if !this.carry.is_empty() {
+                        feed_line(this.carry, this.chunk);
                     }
                 }
                 Some(Err(error)) => {
@@ -140,4 +135,13 @@ where
             }
         }
     }
+}
+
+/// Moves the next line of `chunk` (up to and including its line end, or all of it) to the end of
+/// the carried frame. Only the lines of a frame cut by a chunk boundary are copied; the decoder
+/// resumes where it stopped, so nothing is parsed twice.
+fn feed_line(carry: &mut BytesMut, chunk: &mut Bytes) {
+    let line_len = memchr::memchr2(b'\n', b'\r', chunk).map_or(chunk.len(), |end| end + 1);
+    carry.extend_from_slice(chunk.get(..line_len).unwrap_or_default());
+    chunk.advance(line_len.min(chunk.len()));
 }
