@@ -311,7 +311,7 @@ fn host_of(uri: &Uri) -> Option<(bool, &str)> {
 /// Drives `conn` until it can take a request: `None` when it closed (or failed) meanwhile.
 async fn ready(mut conn: Box<Conn>) -> Option<Box<Conn>> {
     let open = poll_fn(|cx| {
-        if let Poll::Ready(_) = Pin::new(&mut conn.driver).poll(cx) {
+        if Pin::new(&mut conn.driver).poll(cx).is_ready() {
             return Poll::Ready(false);
         }
         match conn.sender.poll_ready(cx) {
@@ -385,12 +385,10 @@ impl<F: Future> Future for Drive<'_, F> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = &mut *self;
-        if !*this.closed {
-            if let Poll::Ready(_) = Pin::new(&mut *this.driver).poll(cx) {
-                // Closed or failed: whatever waits on it has been told (hyper fails the
-                // pending request and body), and it is not reused.
-                *this.closed = true;
-            }
+        // Closed or failed: whatever waits on it has been told (hyper fails the pending
+        // request and body), and it is not reused.
+        if !*this.closed && Pin::new(&mut *this.driver).poll(cx).is_ready() {
+            *this.closed = true;
         }
         this.future.as_mut().poll(cx)
     }
