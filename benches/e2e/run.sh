@@ -19,8 +19,8 @@
 # framing it got.
 #
 # Two load generators measure every cell in the same run (GENERATORS): `wrk` (independent, C,
-# one thread, every connection sending in one session created with curl beforehand; installed
-# from the distribution's package, pinned, when missing) and `sluice bench` (one session per
+# one thread, the load spread over as many sessions as connections, created with curl
+# beforehand; installed from the distribution's package, pinned, when missing) and `sluice bench` (one session per
 # client, answers decoded and checked). The headline quotes wrk: `sluice bench` costs about as
 # much per request as the server it measures, so it saturates its core first on cheap methods.
 #
@@ -227,13 +227,22 @@ request_body() {
 }
 
 # wrk_cell TARGET METHOD ACCEPT CONNS JSONFILE DURATION: one cell measured by wrk (one thread,
-# CONNS connections, every request in one session); the Lua `done` hook writes JSONFILE in the
-# shape of `sluice bench --json` (requests_per_s, latency_us, errors) so one table reads both.
+# CONNS connections). Like `sluice bench`'s clients, the load is spread over CONNS sessions
+# (opened with curl beforehand): wrk's `request` hook hands out CONNS pre-formatted requests in
+# turn, one per session, so no session sees much more than one request at a time (one session
+# for every connection would measure how a server serializes one session: rmcp runs a task per
+# session). The Lua `done` hook writes JSONFILE in the shape of `sluice bench --json`
+# (requests_per_s, latency_us, errors) so one table reads both.
 wrk_cell() {
   local target=$1 method=$2 accept=$3 conns=$4 json=$5 duration=$6
-  local u sid script
+  local u script sids=() sid i
   u=$(cell_url "$target" "$accept")
-  sid=$(session_for "$u")
+  for i in $(seq "$conns"); do
+    sid=$(session_for "$u")
+    sids+=("$sid")
+    # A server that gives no session id (hyper-limit) needs only one request shape.
+    [ -z "$sid" ] && break
+  done
   script=$out/wrk/${target}-${method//\//_}-$accept-c$conns.lua
   {
     echo 'wrk.method = "POST"'
@@ -241,8 +250,23 @@ wrk_cell() {
     echo 'wrk.headers["Content-Type"] = "application/json"'
     echo 'wrk.headers["Accept"] = "application/json, text/event-stream"'
     echo 'wrk.headers["Mcp-Protocol-Version"] = "2025-11-25"'
-    [ -n "$sid" ] && echo "wrk.headers[\"Mcp-Session-Id\"] = \"$sid\""
+    echo 'local sessions = {'
+    for sid in "${sids[@]}"; do echo "  \"$sid\","; done
+    echo '}'
     cat <<LUA
+local requests, turn = {}, 0
+init = function(args)
+  for i, sid in ipairs(sessions) do
+    local headers = {}
+    for k, v in pairs(wrk.headers) do headers[k] = v end
+    if sid ~= "" then headers["Mcp-Session-Id"] = sid end
+    requests[i] = wrk.format(nil, nil, headers, nil)
+  end
+end
+request = function()
+  turn = turn % #requests + 1
+  return requests[turn]
+end
 done = function(summary, latency, requests)
   local e = summary.errors
   local secs = summary.duration / 1e6
@@ -258,9 +282,11 @@ LUA
   } >"$script"
   taskset -c "$client_core" wrk -t1 -c"$conns" -d"$duration" --timeout 10s -s "$script" "$u" \
     >>"$out/logs/wrk.out" 2>>"$out/logs/wrk.err"
-  if [ -n "$sid" ]; then
-    curl -s -o /dev/null -X DELETE "$u" -H "mcp-session-id: $sid" -H 'mcp-protocol-version: 2025-11-25'
-  fi
+  for sid in "${sids[@]}"; do
+    [ -n "$sid" ] && curl -s -o /dev/null -X DELETE "$u" -H "mcp-session-id: $sid" \
+      -H 'mcp-protocol-version: 2025-11-25'
+  done
+  return 0
 }
 
 # === probe: one answer of each cell, kept for the record (and a failed cell stops the run) ===
