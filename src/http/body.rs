@@ -2,8 +2,9 @@
 //!
 //! Rejects early: a `Content-Length` over the limit is refused before a byte is read, and a body
 //! without one (chunked, or h2 without the header) is refused as soon as it streams past the limit.
-//! A body that stops arriving is refused once no frame came for the read timeout.
-//! Must not interpret the bytes.
+//! A body that stops arriving is refused once no frame came for the read timeout. Also owns
+//! [`drain_refused`]: the small body of a request refused before it was read is read and dropped,
+//! so the connection stays usable. Must not interpret the bytes.
 
 use std::time::Duration;
 
@@ -35,6 +36,46 @@ pub(crate) fn content_length(headers: &HeaderMap) -> Option<u64> {
         .trim()
         .parse()
         .ok()
+}
+
+/// Largest body of a refused request (401, 403, 404 before the body was read) that is read and
+/// dropped so its connection can serve the next request; a larger or undeclared one is not read,
+/// and hyper closes the connection after the answer.
+pub(crate) const DRAIN_REFUSED_MAX_BYTES: u64 = 64 * 1024;
+
+/// How long reading a refused request's body may take before it is given up (the connection
+/// then closes after the answer).
+pub(crate) const DRAIN_REFUSED_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Reads and drops the body of a request refused before its body was needed, when it declares at
+/// most [`DRAIN_REFUSED_MAX_BYTES`] and arrives within [`DRAIN_REFUSED_TIMEOUT`].
+///
+/// Why: hyper reuses an HTTP/1.1 connection after a response only if the request's body was read
+/// to its end; when the body is dropped unread, hyper discards what has already arrived and
+/// closes the connection if more is due. A client that wrote the head and the body in two
+/// segments (httpx does) and sends its next request on the same connection (an MCP SDK
+/// following a 401 challenge to the resource metadata) then sees the connection closed under
+/// that next request.
+pub(crate) async fn drain_refused<B>(body: B, declared: Option<u64>)
+where
+    B: Body + Unpin,
+{
+    if declared.is_none_or(|len| len > DRAIN_REFUSED_MAX_BYTES) {
+        return;
+    }
+    let mut body = body;
+    let mut read = 0u64;
+    let drain = async {
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(data) = frame.data_ref() {
+                read += data.remaining() as u64;
+                if read > DRAIN_REFUSED_MAX_BYTES {
+                    return;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_REFUSED_TIMEOUT, drain).await;
 }
 
 /// Collects `body` into one buffer of at most `limit` bytes, each chunk arriving within

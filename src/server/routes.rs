@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::{State, TestHooks};
 use crate::access::{Admitted, Endpoint};
 use crate::admin;
+use crate::http::body;
 use crate::http::cors::{self, Policy};
 use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
@@ -112,7 +113,14 @@ async fn answer(
     let origin = || origin.unwrap_or_else(|| state.access.guard().check_origin(&parts.headers));
     match route {
         Route::Mcp(target) => {
-            let mut admitted = admit(state, parts, &target, Endpoint::Mcp, origin()).await?;
+            let mut admitted = match admit(state, parts, &target, Endpoint::Mcp, origin()).await {
+                Ok(admitted) => admitted,
+                Err(refused) => {
+                    // Read the small body first, so the connection survives the refusal.
+                    body::drain_refused(body, body::content_length(&parts.headers)).await;
+                    return Err(refused);
+                }
+            };
             admitted.external = external;
             streamable::handle(&state.mcp, parts, body, &target, admitted).await
         }
@@ -121,7 +129,14 @@ async fn answer(
             legacy_sse::open(&state.mcp, parts, &target, &admitted.caller).await
         }
         Route::LegacyMessages(target) => {
-            let mut admitted = admit(state, parts, &target, Endpoint::LegacySse, origin()).await?;
+            let mut admitted =
+                match admit(state, parts, &target, Endpoint::LegacySse, origin()).await {
+                    Ok(admitted) => admitted,
+                    Err(refused) => {
+                        body::drain_refused(body, body::content_length(&parts.headers)).await;
+                        return Err(refused);
+                    }
+                };
             admitted.external = external;
             legacy_sse::post(&state.mcp, parts, body, &target, admitted).await
         }

@@ -445,6 +445,59 @@ async fn a_missing_credential_is_401_on_every_surface() {
     }
 }
 
+/// A client that writes a POST's head and body in two segments and then sends its next
+/// request on the same connection (httpx does both; the MCP Python SDK follows a 401 challenge
+/// to the resource metadata that way) gets both answers: the refused request's small body is
+/// read before the 401, so hyper keeps the connection.
+#[tokio::test]
+async fn a_401_keeps_the_connection_for_the_next_request() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let s = Sluice::start().await;
+    let mut conn = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let body = initialize().to_string();
+    let head = format!(
+        "POST {MCP} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        s.addr,
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    // The body arrives after the server has read the head (and refused the request).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    conn.write_all(body.as_bytes()).await.unwrap();
+    let next = format!(
+        "GET /.well-known/oauth-protected-resource{MCP} HTTP/1.1\r\nhost: {}\r\n\r\n",
+        s.addr
+    );
+    conn.write_all(next.as_bytes()).await.unwrap();
+
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < deadline {
+        let text = String::from_utf8_lossy(&got);
+        if text.matches("HTTP/1.1 ").count() >= 2 && text.contains("authorization_servers") {
+            break;
+        }
+        match tokio::time::timeout(Duration::from_secs(5), conn.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => got.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 401 "), "{text}");
+    let second = text
+        .match_indices("HTTP/1.1 ")
+        .nth(1)
+        .map(|(i, _)| &text[i..]);
+    assert!(
+        second.is_some_and(|answer| answer.starts_with("HTTP/1.1 200 ")
+            && answer.contains("authorization_servers")),
+        "the connection closed or the metadata did not come: {text}"
+    );
+}
+
 #[tokio::test]
 async fn bad_api_keys_are_401_invalid_token() {
     let s = Sluice::start().await;
