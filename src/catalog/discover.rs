@@ -1,7 +1,7 @@
 //! `discover_tool_schema`: the catalog operation behind the meta-tool (its definition is
 //! `meta_tool.rs`).
 //!
-//! Seed 003: "When any visible tool uses Lazy or DataStructureOnly, the Runtime injects the
+//! The runtime specification: "When any visible tool uses Lazy or DataStructureOnly, the Runtime injects the
 //! discover_tool_schema MCP meta-tool into tools/list. […] accepts a tool_id; returns the
 //! authoritative full inputSchema; returns the full outputSchema when present; returns a schema
 //! version and schema hash." Owns that lookup on a snapshot and the JSON of its answer. Must not

@@ -1,6 +1,6 @@
 //! `resources/list` and `resources/read`: each toolset's effective system prompt as a resource.
 //!
-//! Seed 003 ("MCP Resources vs MCP Prompts"): "A toolset appears in both surfaces as long as it
+//! The runtime specification ("MCP Resources vs MCP Prompts"): "A toolset appears in both surfaces as long as it
 //! has a non-null effective system prompt and at least one active authorized tool." The URI is
 //! stable and names the toolset: `sluice://prompts/{toolset id}` (the id percent-encoded; ids
 //! are `[A-Za-z0-9._-]`, so in practice it reads as is). `mimeType` is `text/markdown`, the

@@ -468,7 +468,7 @@ fn cancelled_answer(transport: &Transport, owner: Owner<'_>, bound: &Bound) -> R
 /// The `MCP-Protocol-Version` header, checked: "If the server receives a request with an invalid or
 /// unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request." A missing header is not
 /// an error (Streamable HTTP § Protocol Version Header), and `initialize` negotiates in its body
-/// whatever the header says. The refusal carries no id, whatever the body: the runtime document
+/// whatever the header says. The refusal carries no id, whatever the body: the runtime specification
 /// answers an unsupported protocol version "with an HTTP error status whose body carries a JSON-RPC
 /// error with no id".
 fn header_version(parts: &Parts, is_initialize: bool) -> Result<Option<ProtocolVersion>, Error> {

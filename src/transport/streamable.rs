@@ -189,7 +189,7 @@ pub(crate) fn classify(parts: &Parts, message: &Message<'_>) -> Era {
     // Otherwise a header naming a stateless-era version makes it a stateless-era request. A
     // header naming no version this runtime knows, on a body without the modern envelope, is a
     // handshake-era request with an unsupported version, which that era refuses with 400 and no
-    // id (the runtime document: input the server cannot accept "is answered with an HTTP error
+    // id (the runtime specification: input the server cannot accept "is answered with an HTTP error
     // status whose body carries a JSON-RPC error with no id"; see `handshake::header_version`).
     match parts.headers.get(MCP_PROTOCOL_VERSION) {
         Some(version)
