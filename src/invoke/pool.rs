@@ -153,13 +153,7 @@ impl Pool {
         let (Some(scheme), Some(authority)) = (scheme, authority) else {
             return Err(PoolError::NotAbsolute);
         };
-        let https = if scheme == Scheme::HTTPS {
-            true
-        } else if scheme == Scheme::HTTP {
-            false
-        } else {
-            return Err(PoolError::NotAbsolute);
-        };
+        let https = is_https(&scheme).ok_or(PoolError::NotAbsolute)?;
         if !head.headers.contains_key(HOST) {
             let value =
                 HeaderValue::from_str(authority.as_str()).map_err(|_| PoolError::NotAbsolute)?;
@@ -297,15 +291,21 @@ struct Target {
     authority: Authority,
 }
 
+/// Whether `scheme` is `https` (`Some(true)`) or `http` (`Some(false)`); `None` for any other.
+fn is_https(scheme: &Scheme) -> Option<bool> {
+    if *scheme == Scheme::HTTPS {
+        Some(true)
+    } else if *scheme == Scheme::HTTP {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// The scheme (https?) and authority of an absolute `http`/`https` URI.
 #[cfg(test)]
 fn host_of(uri: &Uri) -> Option<(bool, &str)> {
-    let https = match uri.scheme() {
-        Some(s) if *s == Scheme::HTTPS => true,
-        Some(s) if *s == Scheme::HTTP => false,
-        _ => return None,
-    };
-    Some((https, uri.authority()?.as_str()))
+    Some((is_https(uri.scheme()?)?, uri.authority()?.as_str()))
 }
 
 /// Drives `conn` until it can take a request: `None` when it closed (or failed) meanwhile.
