@@ -31,6 +31,7 @@ use std::time::SystemTime;
 
 use tokio::sync::{mpsc, oneshot};
 
+pub(crate) use record::write_rfc3339_millis;
 pub use record::{CallType, Outcome, Record, Surface};
 
 use crate::config::{AuditSettings, AuditWhenFull};

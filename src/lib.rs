@@ -30,6 +30,8 @@
 //! - [`mcp`]: the MCP dispatcher and every method, `_meta` rules and era-specific result shapes.
 //! - [`transport`]: MCP over HTTP: Streamable HTTP in both eras, legacy HTTP+SSE, live streams.
 //! - [`rest`]: the REST surface over the catalog and invoke code.
+//! - [`a2a`]: each client application as an A2A agent (cards, messages, tasks, push) over the
+//!   same catalog and tool path as MCP.
 //! - [`admin`]: `POST /admin/reload`.
 //! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
 //! - [`bench`](mod@bench): `sluice bench`, the MCP load generator and idle-session hold (a
@@ -40,6 +42,7 @@
 
 #![forbid(unsafe_code)]
 
+pub(crate) mod a2a;
 pub(crate) mod access;
 pub(crate) mod admin;
 pub mod audit;

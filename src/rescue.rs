@@ -33,6 +33,47 @@ pub(crate) const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
 /// -32022, UnsupportedProtocolVersion (2026-07-28), with `data: {supported, requested}`.
 pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
 
+/// The A2A error codes (A2A 1.0 §5.4, the JSON-RPC binding's table): -32001 to -32010.
+pub(crate) mod a2a_codes {
+    use crate::jsonrpc::ErrorCode;
+    /// -32001 TaskNotFoundError: unknown id, or another caller's task (never distinguished).
+    pub(crate) const TASK_NOT_FOUND: ErrorCode = ErrorCode(-32001);
+    /// -32002 TaskNotCancelableError: the task is already terminal.
+    pub(crate) const TASK_NOT_CANCELABLE: ErrorCode = ErrorCode(-32002);
+    /// -32003 PushNotificationNotSupportedError.
+    pub(crate) const PUSH_NOT_SUPPORTED: ErrorCode = ErrorCode(-32003);
+    /// -32004 UnsupportedOperationError (a terminal task's new message or subscription).
+    pub(crate) const UNSUPPORTED_OPERATION: ErrorCode = ErrorCode(-32004);
+    /// -32005 ContentTypeNotSupportedError.
+    pub(crate) const CONTENT_TYPE_NOT_SUPPORTED: ErrorCode = ErrorCode(-32005);
+    /// -32006 InvalidAgentResponseError.
+    pub(crate) const INVALID_AGENT_RESPONSE: ErrorCode = ErrorCode(-32006);
+    /// -32007 ExtendedAgentCardNotConfiguredError.
+    pub(crate) const EXTENDED_CARD_NOT_CONFIGURED: ErrorCode = ErrorCode(-32007);
+    /// -32008 ExtensionSupportRequiredError.
+    pub(crate) const EXTENSION_SUPPORT_REQUIRED: ErrorCode = ErrorCode(-32008);
+    /// -32009 VersionNotSupportedError: an `A2A-Version` this runtime does not speak.
+    pub(crate) const VERSION_NOT_SUPPORTED: ErrorCode = ErrorCode(-32009);
+    /// -32010 TaskGenerationMismatchError (A2A 1.1, reserved: never sent yet).
+    pub(crate) const GENERATION_MISMATCH: ErrorCode = ErrorCode(-32010);
+}
+
+/// The A2A-specific failures, answered in-band on HTTP 200 like every A2A JSON-RPC error
+/// (only the caller's own authentication is an HTTP status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum A2aFailure {
+    TaskNotFound,
+    TaskNotCancelable,
+    PushNotSupported,
+    UnsupportedOperation,
+    ContentTypeNotSupported,
+    InvalidAgentResponse,
+    ExtendedCardNotConfigured,
+    ExtensionSupportRequired,
+    VersionNotSupported,
+    GenerationMismatch,
+}
+
 // === the table ===
 
 /// Which session cap refused a new session.
@@ -131,6 +172,8 @@ pub(crate) enum Failure {
     ResourceNotFound(Era),
     /// A method failed unexpectedly (in-band).
     MethodFailed,
+    /// An A2A error (in-band, HTTP 200).
+    A2a(A2aFailure),
 }
 
 /// The HTTP status and JSON-RPC code `failure` is answered with. A 200 means the error is
@@ -184,6 +227,24 @@ pub(crate) fn classify(failure: Failure) -> (StatusCode, ErrorCode) {
         F::ResourceNotFound(Era::Handshake) => (StatusCode::OK, RESOURCE_NOT_FOUND),
         F::ResourceNotFound(Era::Stateless) => (StatusCode::OK, ErrorCode::INVALID_PARAMS),
         F::MethodFailed => (StatusCode::OK, ErrorCode::INTERNAL_ERROR),
+        F::A2a(failure) => (StatusCode::OK, a2a_code(failure)),
+    }
+}
+
+fn a2a_code(failure: A2aFailure) -> ErrorCode {
+    use a2a_codes as C;
+    use A2aFailure as A;
+    match failure {
+        A::TaskNotFound => C::TASK_NOT_FOUND,
+        A::TaskNotCancelable => C::TASK_NOT_CANCELABLE,
+        A::PushNotSupported => C::PUSH_NOT_SUPPORTED,
+        A::UnsupportedOperation => C::UNSUPPORTED_OPERATION,
+        A::ContentTypeNotSupported => C::CONTENT_TYPE_NOT_SUPPORTED,
+        A::InvalidAgentResponse => C::INVALID_AGENT_RESPONSE,
+        A::ExtendedCardNotConfigured => C::EXTENDED_CARD_NOT_CONFIGURED,
+        A::ExtensionSupportRequired => C::EXTENSION_SUPPORT_REQUIRED,
+        A::VersionNotSupported => C::VERSION_NOT_SUPPORTED,
+        A::GenerationMismatch => C::GENERATION_MISMATCH,
     }
 }
 
@@ -278,6 +339,16 @@ mod tests {
         (F::ResourceNotFound(Handshake), 200, -32002),
         (F::ResourceNotFound(Stateless), 200, -32602),
         (F::MethodFailed, 200, -32603),
+        (F::A2a(A2aFailure::TaskNotFound), 200, -32001),
+        (F::A2a(A2aFailure::TaskNotCancelable), 200, -32002),
+        (F::A2a(A2aFailure::PushNotSupported), 200, -32003),
+        (F::A2a(A2aFailure::UnsupportedOperation), 200, -32004),
+        (F::A2a(A2aFailure::ContentTypeNotSupported), 200, -32005),
+        (F::A2a(A2aFailure::InvalidAgentResponse), 200, -32006),
+        (F::A2a(A2aFailure::ExtendedCardNotConfigured), 200, -32007),
+        (F::A2a(A2aFailure::ExtensionSupportRequired), 200, -32008),
+        (F::A2a(A2aFailure::VersionNotSupported), 200, -32009),
+        (F::A2a(A2aFailure::GenerationMismatch), 200, -32010),
     ];
 
     #[test]

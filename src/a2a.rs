@@ -1,0 +1,19 @@
+//! A2A (Agent2Agent, protocol 1.0 with 0.3 through one translation module): each tenant's
+//! client application served as an agent over the same catalog MCP and REST serve.
+//!
+//! Layout:
+//! - `model.rs`: the 1.0 data model (tasks, messages, parts, artifacts, stream events), lenient
+//!   and keeping unknown members.
+//! - `error.rs`: [`A2aError`], named by meaning; codes from the one table (`rescue.rs`).
+//!
+//! Must not grow a second tool path: a message that names a tool runs it through
+//! `mcp::Dispatcher` exactly as MCP `tools/call` does (catalog, validation, translation,
+//! invoke, correlation, audit).
+
+// Wired in the commits that follow; nothing here stays dead.
+#![allow(dead_code, unused_imports)]
+
+pub(crate) mod error;
+pub(crate) mod model;
+
+pub(crate) use error::A2aError;
