@@ -40,11 +40,17 @@ pub enum CallType {
     AuthFailure,
     /// A request naming a session it may not use (unknown, expired, or owned by another caller).
     SessionRejected,
+    /// An A2A `SendMessage` / `SendStreamingMessage` (one record per message, naming its tool).
+    A2aMessage,
+    /// An A2A task operation (get, list, cancel, subscribe, push configuration).
+    A2aTask,
+    /// One attempt to deliver an A2A push notification to a webhook.
+    A2aPush,
 }
 
 impl CallType {
     /// Every call type, in declaration order (tests and metrics labels).
-    pub const ALL: [CallType; 8] = [
+    pub const ALL: [CallType; 11] = [
         CallType::ToolCall,
         CallType::ToolsList,
         CallType::ResourceRead,
@@ -53,6 +59,9 @@ impl CallType {
         CallType::SourceResultStream,
         CallType::AuthFailure,
         CallType::SessionRejected,
+        CallType::A2aMessage,
+        CallType::A2aTask,
+        CallType::A2aPush,
     ];
 
     /// The snake_case name written in the `call_type` field.
@@ -66,6 +75,9 @@ impl CallType {
             CallType::SourceResultStream => "source_result_stream",
             CallType::AuthFailure => "auth_failure",
             CallType::SessionRejected => "session_rejected",
+            CallType::A2aMessage => "a2a_message",
+            CallType::A2aTask => "a2a_task",
+            CallType::A2aPush => "a2a_push",
         }
     }
 }
@@ -82,15 +94,18 @@ pub enum Surface {
     Rest,
     /// The business-object surface.
     Bos,
+    /// The A2A agent surface.
+    A2a,
 }
 
 impl Surface {
     /// Every surface, in declaration order.
-    pub const ALL: [Surface; 4] = [
+    pub const ALL: [Surface; 5] = [
         Surface::Mcp,
         Surface::LegacySse,
         Surface::Rest,
         Surface::Bos,
+        Surface::A2a,
     ];
 
     /// The snake_case name written in the `surface` field.
@@ -100,6 +115,7 @@ impl Surface {
             Surface::LegacySse => "legacy_sse",
             Surface::Rest => "rest",
             Surface::Bos => "bos",
+            Surface::A2a => "a2a",
         }
     }
 }

@@ -203,7 +203,11 @@ fn call_types_serialize_snake_case() {
         "source_result_stream",
         "auth_failure",
         "session_rejected",
+        "a2a_message",
+        "a2a_task",
+        "a2a_push",
     ];
+    assert_eq!(CallType::ALL.len(), expected.len());
     for (call_type, name) in CallType::ALL.into_iter().zip(expected) {
         assert_eq!(call_type.as_str(), name);
         assert_eq!(serde_json::to_value(call_type).ok(), Some(json!(name)));
@@ -219,7 +223,7 @@ fn call_types_serialize_snake_case() {
 fn surfaces_and_outcomes_serialize_snake_case() {
     for (surface, name) in Surface::ALL
         .into_iter()
-        .zip(["mcp", "legacy_sse", "rest", "bos"])
+        .zip(["mcp", "legacy_sse", "rest", "bos", "a2a"])
     {
         assert_eq!(serde_json::to_value(surface).ok(), Some(json!(name)));
         let line = line_of(&Record {
