@@ -13,7 +13,10 @@
 // Wired in the commits that follow; nothing here stays dead.
 #![allow(dead_code, unused_imports)]
 
+pub(crate) mod card;
 pub(crate) mod error;
 pub(crate) mod model;
+pub(crate) mod rpc;
+pub(crate) mod tool;
 
 pub(crate) use error::A2aError;

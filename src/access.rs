@@ -35,6 +35,8 @@ pub(crate) enum Endpoint {
     LegacySse,
     /// `/runtime/{t}/{c}/tools` and `/tools/{name}` (REST).
     Rest,
+    /// `/runtime/{t}/{c}/a2a`: the client application as an A2A agent.
+    A2a,
 }
 
 impl Endpoint {
@@ -44,6 +46,7 @@ impl Endpoint {
             Endpoint::Mcp => "mcp",
             Endpoint::LegacySse => "sse",
             Endpoint::Rest => "tools",
+            Endpoint::A2a => "a2a",
         }
     }
 
@@ -53,6 +56,7 @@ impl Endpoint {
             Endpoint::Mcp => Surface::Mcp,
             Endpoint::LegacySse => Surface::LegacySse,
             Endpoint::Rest => Surface::Rest,
+            Endpoint::A2a => Surface::A2a,
         }
     }
 }

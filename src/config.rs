@@ -18,6 +18,7 @@
 //! Must not resolve a configuration into what requests read (that is `crate::catalog`), start
 //! anything, or read the environment outside `env.rs`.
 
+mod a2a;
 mod audit;
 mod cluster;
 mod env;
@@ -33,6 +34,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub use a2a::{A2aSettings, AgentSettings, TenantA2a};
 pub use audit::{AuditSettings, AuditSink, AuditWhenFull};
 pub(crate) use cluster::ClusterSettings;
 pub use env::{Overrides, API_KEY_PEPPER_ENV, BOS_HANDLE_SECRET_ENV, REDIS_URL_ENV};

@@ -101,6 +101,38 @@ pub struct Scope<'a> {
     /// The request came through the BOS platform endpoint: `tools/list` and `tools/call` are
     /// the platform tools (`bos_list_contexts`, `bos_list_tools`, `bos_execute`).
     pub platform: bool,
+    /// Where `tools/call` says why a call ended in a tool execution error (A2A tells invalid
+    /// arguments, a rejected task, from a failed one); `None` for MCP and REST, which answer
+    /// both the same way.
+    pub tool_error: Option<&'a ToolErrorSlot>,
+}
+
+/// The class of a `tools/call` that ended in an `isError` result, for a caller that must tell
+/// them apart (`Scope::tool_error`).
+#[derive(Debug, Default)]
+pub(crate) struct ToolErrorSlot(std::sync::atomic::AtomicU8);
+
+impl ToolErrorSlot {
+    const NONE: u8 = 0;
+    const INVALID_ARGUMENTS: u8 = 1;
+    const FAILED: u8 = 2;
+
+    fn set(&self, class: crate::invoke::ErrorClass) {
+        let value = match class {
+            crate::invoke::ErrorClass::InvalidArguments => Self::INVALID_ARGUMENTS,
+            _ => Self::FAILED,
+        };
+        self.0.store(value, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `Some(true)` for invalid arguments, `Some(false)` for another tool error, `None` when
+    /// the call ended without one.
+    pub(crate) fn invalid_arguments(&self) -> Option<bool> {
+        match self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            Self::NONE => None,
+            value => Some(value == Self::INVALID_ARGUMENTS),
+        }
+    }
 }
 
 impl<'a> Scope<'a> {
@@ -129,6 +161,7 @@ impl<'a> Scope<'a> {
             surface: Surface::Mcp,
             stream_sources: false,
             platform: false,
+            tool_error: None,
         }
     }
 
@@ -155,6 +188,11 @@ impl<'a> Scope<'a> {
     }
 
     /// Whether the answer may stream source events before the result.
+    pub(crate) fn with_tool_error(mut self, slot: &'a ToolErrorSlot) -> Self {
+        self.tool_error = Some(slot);
+        self
+    }
+
     pub fn with_stream_sources(mut self, stream_sources: bool) -> Self {
         self.stream_sources = stream_sources;
         self

@@ -71,6 +71,8 @@ pub(crate) enum A2aFailure {
     ExtendedCardNotConfigured,
     ExtensionSupportRequired,
     VersionNotSupported,
+    /// Reserved for A2A 1.1 (`ifGenerationMatch`); nothing sends it yet.
+    #[allow(dead_code)]
     GenerationMismatch,
 }
 

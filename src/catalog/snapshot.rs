@@ -84,9 +84,16 @@ pub struct ClientView {
     log_list_payloads: bool,
     /// The tenant's authentication settings (shared by its clients).
     auth: Arc<TenantAuth>,
+    /// The tenant's A2A settings (shared by its clients).
+    a2a: Arc<crate::config::TenantA2a>,
 }
 
 impl ClientView {
+    /// The tenant's A2A settings (`[tenant.a2a]`).
+    pub(crate) fn a2a(&self) -> &crate::config::TenantA2a {
+        &self.a2a
+    }
+
     /// The tenant id, shared (callers keep it without copying the string).
     pub(crate) fn tenant_id(&self) -> &Arc<str> {
         &self.tenant
@@ -307,6 +314,7 @@ impl Snapshot {
             }
 
             let auth = Arc::new(tenant.auth.clone());
+            let a2a = Arc::new(tenant.a2a.clone());
             let mut clients =
                 FastMap::with_capacity_and_hasher(tenant.clients.len(), FastHash::default());
             for app in &tenant.clients {
@@ -350,7 +358,7 @@ impl Snapshot {
                         n_visible_tools: visible.len() - before,
                     });
                 }
-                let view = client_view(
+                let mut view = client_view(
                     &tenant_id,
                     app,
                     visible,
@@ -358,6 +366,7 @@ impl Snapshot {
                     log_list_payloads,
                     Arc::clone(&auth),
                 );
+                view.a2a = Arc::clone(&a2a);
                 clients.insert(view.client.clone(), Arc::new(view));
             }
             let bos = match crate::bos::BosContexts::build(&tenant.id, &tenant.bos_contexts, |c| {
@@ -598,6 +607,7 @@ fn client_view(
         needs_discovery,
         log_list_payloads,
         auth,
+        a2a: Arc::default(),
     }
 }
 

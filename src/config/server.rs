@@ -132,6 +132,8 @@ pub struct ServerSettings {
     pub bos_handle_secret: Option<String>,
     /// The `bos/source-results/v1` extension: advertised limits and contract page.
     pub source_results: SourceResultsSettings,
+    /// The A2A agent surface.
+    pub a2a: super::A2aSettings,
     /// The audit trail.
     pub audit: AuditSettings,
     /// Process logs.
@@ -180,6 +182,7 @@ impl Default for ServerSettings {
             federated_max_pages: 100,
             federated_max_records: 10_000,
             source_results: SourceResultsSettings::default(),
+            a2a: super::A2aSettings::default(),
             audit: AuditSettings::default(),
             log: LogSettings::default(),
         }

@@ -31,6 +31,9 @@ pub struct Tenant {
     /// Contexts callers may act in on the BOS platform endpoint (`/mcp/apps/bos/platform`).
     #[serde(default, rename = "bos_context")]
     pub bos_contexts: Vec<crate::bos::BosContextConfig>,
+    /// A2A settings (`[tenant.a2a]`).
+    #[serde(default)]
+    pub a2a: super::TenantA2a,
 }
 
 /// A tenant's authentication settings. A tenant must either accept some credential (an API key
@@ -103,6 +106,9 @@ pub struct ClientApp {
     pub api_keys: Vec<ApiKey>,
     /// The client application's system prompt.
     pub system_prompt: Option<String>,
+    /// How the client application presents itself as an A2A agent (`[tenant.client.agent]`).
+    #[serde(default)]
+    pub agent: super::AgentSettings,
 }
 
 /// One static API key. Clients present `rtk_{id}_{secret}`; the configuration keeps only

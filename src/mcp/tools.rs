@@ -126,7 +126,12 @@ pub(crate) async fn call(
         // The plan validates the arguments and turns them into the query every source gets.
         let query = match federated::source_query(d, tool, &policy, scope.call, &arguments) {
             Ok(query) => query,
-            Err(message) => return Ok(Reply::Result(failure(d, scope, &message))),
+            Err(message) => {
+                if let Some(slot) = scope.tool_error {
+                    slot.set(ErrorClass::InvalidArguments);
+                }
+                return Ok(Reply::Result(failure(d, scope, &message)));
+            }
         };
         return Ok(federated::call(d, scope, raw_params, tool, query).await);
     }
@@ -143,6 +148,9 @@ pub(crate) async fn call(
             return Err(McpError::InvalidParams(err.safe_message()));
         }
         Err(err) => {
+            if let Some(slot) = scope.tool_error {
+                slot.set(err.class());
+            }
             // Rate-limited per tenant and kind: a dead downstream fails every call.
             match err.class() {
                 ErrorClass::InvalidArguments => {}

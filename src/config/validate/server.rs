@@ -77,6 +77,57 @@ pub(super) fn check_limits(report: &mut Report, server: &ServerSettings) {
     check_federated_limits(report, server);
     check_connection_timeouts(report, server);
     check_size_limits(report, server);
+    check_a2a(report, &server.a2a);
+}
+
+/// `[server.a2a]`: each limit between 1 and a bound past which it guards nothing (a zero would
+/// refuse every task, page or delivery), and a default page size within the largest.
+fn check_a2a(report: &mut Report, a2a: &crate::config::A2aSettings) {
+    let limits: [(&str, u64, u64); 13] = [
+        (
+            "max_tasks_per_tenant",
+            a2a.max_tasks_per_tenant as u64,
+            10_000_000,
+        ),
+        ("task_retain_secs", a2a.task_retain_secs, 30 * 86_400),
+        ("task_active_secs", a2a.task_active_secs, 30 * 86_400),
+        (
+            "max_events_per_task",
+            a2a.max_events_per_task as u64,
+            100_000,
+        ),
+        ("blocking_timeout_secs", a2a.blocking_timeout_secs, 3_600),
+        ("list_max_page_size", a2a.list_max_page_size as u64, 1_000),
+        (
+            "list_default_page_size",
+            a2a.list_default_page_size as u64,
+            1_000,
+        ),
+        (
+            "max_push_configs_per_task",
+            a2a.max_push_configs_per_task as u64,
+            100,
+        ),
+        ("push_queue", a2a.push_queue as u64, 1_000_000),
+        ("push_workers", a2a.push_workers as u64, 256),
+        ("push_attempts", u64::from(a2a.push_attempts), 10),
+        ("push_timeout_ms", a2a.push_timeout_ms, 120_000),
+        ("push_backoff_ms", a2a.push_backoff_ms, 60_000),
+    ];
+    for (name, value, max) in limits {
+        if value == 0 || value > max {
+            report.push(
+                &Loc::root().with("server", format!("a2a.{name}")),
+                format!("{name} must be between 1 and {max}"),
+            );
+        }
+    }
+    if a2a.list_default_page_size > a2a.list_max_page_size {
+        report.push(
+            &Loc::root().with("server", "a2a.list_default_page_size"),
+            "list_default_page_size must not exceed list_max_page_size".to_owned(),
+        );
+    }
 }
 
 /// Most nesting `max_json_depth` may allow: everything that later walks a payload (writers,
