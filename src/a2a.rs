@@ -5,6 +5,8 @@
 //! - `model.rs`: the 1.0 data model (tasks, messages, parts, artifacts, stream events), lenient
 //!   and keeping unknown members.
 //! - `error.rs`: [`A2aError`], named by meaning; codes from the one table (`rescue.rs`).
+//! - `store.rs` (+ `store/`): the task store (snapshots, versions, cancel signal, live events,
+//!   push configurations), owner-scoped.
 //!
 //! Must not grow a second tool path: a message that names a tool runs it through
 //! `mcp::Dispatcher` exactly as MCP `tools/call` does (catalog, validation, translation,
@@ -15,5 +17,6 @@
 
 pub(crate) mod error;
 pub(crate) mod model;
+pub(crate) mod store;
 
 pub(crate) use error::A2aError;
