@@ -5,6 +5,11 @@
 //! - `model.rs`: the 1.0 data model (tasks, messages, parts, artifacts, stream events), lenient
 //!   and keeping unknown members.
 //! - `error.rs`: [`A2aError`], named by meaning; codes from the one table (`rescue.rs`).
+//! - `card.rs`: the public and extended agent cards, built from the catalog and `public_url`.
+//! - `rpc.rs`: one JSON-RPC request read strictly, responses and SSE events around its id.
+//! - `tool.rs`: how a message names a tool, and the call through `mcp::Dispatcher`.
+//! - `store.rs` (+ `store/`): the task store (snapshots, versions, cancel signal, live events,
+//!   push configurations), owner-scoped.
 //!
 //! Must not grow a second tool path: a message that names a tool runs it through
 //! `mcp::Dispatcher` exactly as MCP `tools/call` does (catalog, validation, translation,
@@ -17,6 +22,7 @@ pub(crate) mod card;
 pub(crate) mod error;
 pub(crate) mod model;
 pub(crate) mod rpc;
+pub(crate) mod store;
 pub(crate) mod tool;
 
 pub(crate) use error::A2aError;

@@ -1,0 +1,450 @@
+//! The in-process task store: a sharded map keyed by `tenant \0 task id` holding each task's
+//! owner, snapshot, version and push configurations; per-tenant counters for the cap.
+//!
+//! A live task grows two lazily created channels, each only while someone waits on it: a
+//! `broadcast` of (version, event) for subscribers and a `watch` for the cancel signal. Both
+//! are written under the shard lock that writes the snapshot, so a subscriber's snapshot and
+//! the events after it have no gap and no duplicate. Terminal tasks keep no event log here:
+//! a subscriber to a terminal task gets the snapshot and the end of the stream.
+//!
+//! Must not do IO or know JSON-RPC; `super` (`store.rs`) is the front.
+
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
+
+use super::{
+    Appended, CancelOutcome, ListQuery, Owner, StoreError, StoredTask, TaskPage, TaskStoreConfig,
+    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
+};
+use crate::a2a::model::{
+    now_timestamp, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use crate::shard::{FastHash, FastMap, Sharded};
+
+/// Events buffered per subscriber; one that falls further behind is ended (its `next` returns
+/// `None` and it must resubscribe to get a fresh snapshot).
+pub(crate) const SUBSCRIBER_BUFFER: usize = 64;
+
+/// Shards of the task map.
+const SHARDS: usize = 16;
+
+/// One task.
+#[derive(Debug)]
+struct Entry {
+    client: Arc<str>,
+    caller: Arc<str>,
+    tenant: Arc<str>,
+    task: Task,
+    version: u64,
+    /// When the task was created (live) or became terminal; the sweep measures from it.
+    since: Instant,
+    /// Push configurations by id, insertion order.
+    push: Vec<(Box<str>, Bytes)>,
+    /// Live event feed, only while a subscriber exists.
+    feed: Option<broadcast::Sender<(u64, Arc<StreamResponse>)>>,
+    /// Cancel signal, only while a runner waits on it.
+    cancel: Option<watch::Sender<bool>>,
+}
+
+impl Entry {
+    fn is_owned_by(&self, owner: &Owner) -> bool {
+        *self.client == *owner.client && *self.caller == *owner.caller
+    }
+
+    /// Sends `event` at the current version to the subscribers, dropping the feed once nobody
+    /// listens.
+    fn publish(&mut self, event: StreamResponse) {
+        if let Some(feed) = &self.feed {
+            if feed.receiver_count() == 0 || feed.send((self.version, Arc::new(event))).is_err() {
+                self.feed = None;
+            }
+        }
+    }
+}
+
+/// The in-process task store.
+#[derive(Debug)]
+pub(crate) struct LocalTasks {
+    config: TaskStoreConfig,
+    hasher: FastHash,
+    tasks: Sharded<Box<str>, Entry, FastHash>,
+    /// Tasks per tenant (the cap); changed under the task's shard lock on create and removal.
+    tenants: Mutex<FastMap<Arc<str>, usize>>,
+}
+
+fn key(tenant: &str, id: &str) -> String {
+    let mut key = String::with_capacity(tenant.len() + 1 + id.len());
+    key.push_str(tenant);
+    key.push('\0');
+    key.push_str(id);
+    key
+}
+
+impl LocalTasks {
+    pub(crate) fn new(config: TaskStoreConfig) -> Self {
+        let hasher = FastHash::default();
+        Self {
+            config,
+            tasks: Sharded::with_hasher(SHARDS, hasher.clone()),
+            hasher,
+            tenants: Mutex::new(FastMap::default()),
+        }
+    }
+
+    /// Runs `f` on the owner's entry, under its shard lock; `None` when missing or not owned.
+    fn with<R>(&self, owner: &Owner, id: &str, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let key = key(&owner.tenant, id);
+        let mut shard = self.tasks.shard(self.hasher.hash_one(key.as_str()));
+        let entry = shard.get_mut(key.as_str())?;
+        if !entry.is_owned_by(owner) {
+            return None;
+        }
+        Some(f(entry))
+    }
+
+    pub(crate) fn create(&self, owner: &Owner, task: &Task) -> Result<u64, StoreError> {
+        let key = key(&owner.tenant, &task.id);
+        let mut shard = self.tasks.shard(self.hasher.hash_one(key.as_str()));
+        if shard.contains_key(key.as_str()) {
+            return Err(StoreError::Conflict);
+        }
+        {
+            let mut tenants = self.tenants.lock();
+            let count = tenants.entry(owner.tenant.clone()).or_insert(0);
+            if *count >= self.config.max_tasks_per_tenant {
+                return Err(StoreError::Full);
+            }
+            *count += 1;
+        }
+        shard.insert(
+            key.into_boxed_str(),
+            Entry {
+                client: owner.client.clone(),
+                caller: owner.caller.clone(),
+                tenant: owner.tenant.clone(),
+                task: task.clone(),
+                version: 1,
+                since: Instant::now(),
+                push: Vec::new(),
+                feed: None,
+                cancel: None,
+            },
+        );
+        Ok(1)
+    }
+
+    pub(crate) fn get(&self, owner: &Owner, id: &str) -> Option<StoredTask> {
+        self.with(owner, id, |entry| StoredTask {
+            task: entry.task.clone(),
+            version: entry.version,
+        })
+    }
+
+    pub(crate) fn append(&self, owner: &Owner, id: &str, event: &StreamResponse) -> Appended {
+        self.with(owner, id, |entry| {
+            if entry.task.status.state.is_terminal() {
+                return Appended::Terminal(Box::new(entry.task.clone()));
+            }
+            entry.task.apply(event);
+            entry.version += 1;
+            if entry.task.status.state.is_terminal() {
+                entry.since = Instant::now();
+            }
+            entry.publish(event.clone());
+            Appended::Applied(entry.version)
+        })
+        .unwrap_or(Appended::NotFound)
+    }
+
+    pub(crate) fn cancel(&self, owner: &Owner, id: &str) -> CancelOutcome {
+        self.with(owner, id, |entry| {
+            if entry.task.status.state.is_terminal() {
+                return CancelOutcome::NotCancelable(entry.task.clone());
+            }
+            let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: entry.task.id.clone(),
+                context_id: entry.task.context_id.clone(),
+                status: TaskStatus {
+                    state: TaskState::Canceled,
+                    message: None,
+                    timestamp: Some(now_timestamp()),
+                    extra: Default::default(),
+                },
+                metadata: None,
+                extra: Default::default(),
+            });
+            entry.task.apply(&event);
+            entry.version += 1;
+            entry.since = Instant::now();
+            entry.publish(event);
+            if let Some(cancel) = entry.cancel.take() {
+                let _ = cancel.send(true);
+            }
+            CancelOutcome::Canceled(entry.task.clone())
+        })
+        .unwrap_or(CancelOutcome::NotFound)
+    }
+
+    pub(crate) fn cancelled(&self, owner: &Owner, id: &str) -> CancelSignal {
+        let receiver = self.with(owner, id, |entry| {
+            if entry.task.status.state == TaskState::Canceled {
+                return None;
+            }
+            Some(
+                entry
+                    .cancel
+                    .get_or_insert_with(|| watch::channel(false).0)
+                    .subscribe(),
+            )
+        });
+        CancelSignal {
+            receiver: receiver.flatten(),
+        }
+    }
+
+    pub(crate) fn subscribe(&self, owner: &Owner, id: &str) -> Option<Subscription> {
+        self.with(owner, id, |entry| {
+            let snapshot = entry.task.clone();
+            let ended = StreamResponse::Task(snapshot.clone()).ends_stream();
+            let receiver = if ended {
+                None
+            } else {
+                let feed = entry
+                    .feed
+                    .get_or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0);
+                Some(feed.subscribe())
+            };
+            Subscription {
+                snapshot,
+                version: entry.version,
+                receiver,
+            }
+        })
+    }
+
+    pub(crate) fn put_push(
+        &self,
+        owner: &Owner,
+        task_id: &str,
+        config_id: &str,
+        json: Bytes,
+    ) -> Result<bool, StoreError> {
+        let max = self.config.max_push_configs_per_task;
+        self.with(owner, task_id, |entry| {
+            if let Some(slot) = entry.push.iter_mut().find(|(id, _)| **id == *config_id) {
+                slot.1 = json;
+                return Ok(());
+            }
+            if entry.push.len() >= max {
+                return Err(StoreError::TooManyPushConfigs);
+            }
+            entry.push.push((config_id.into(), json));
+            Ok(())
+        })
+        .map_or(Ok(false), |done| done.map(|()| true))
+    }
+
+    pub(crate) fn get_push(&self, owner: &Owner, task_id: &str, config_id: &str) -> Option<Bytes> {
+        self.with(owner, task_id, |entry| {
+            entry
+                .push
+                .iter()
+                .find(|(id, _)| **id == *config_id)
+                .map(|(_, json)| json.clone())
+        })
+        .flatten()
+    }
+
+    pub(crate) fn list_push(&self, owner: &Owner, task_id: &str) -> Option<Vec<Bytes>> {
+        self.with(owner, task_id, |entry| {
+            entry.push.iter().map(|(_, json)| json.clone()).collect()
+        })
+    }
+
+    pub(crate) fn delete_push(&self, owner: &Owner, task_id: &str, config_id: &str) -> bool {
+        self.with(owner, task_id, |entry| {
+            let before = entry.push.len();
+            entry.push.retain(|(id, _)| **id != *config_id);
+            entry.push.len() != before
+        })
+        .unwrap_or(false)
+    }
+
+    pub(crate) fn list(&self, owner: &Owner, q: &ListQuery) -> Result<TaskPage, StoreError> {
+        let cursor = match q.page_token.as_deref() {
+            None | Some("") => None,
+            Some(token) => Some(decode_token(token)?),
+        };
+        let page_size = match q.page_size {
+            0 => DEFAULT_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
+        // (status timestamp, id, task) of every match; sorted newest first, id breaking ties.
+        let mut matches: Vec<(String, Task)> = Vec::new();
+        for shard in self.tasks.shards() {
+            for entry in shard.values() {
+                if *entry.tenant != *owner.tenant || !entry.is_owned_by(owner) {
+                    continue;
+                }
+                let task = &entry.task;
+                if q.context_id
+                    .as_deref()
+                    .is_some_and(|c| c != task.context_id)
+                    || q.state.is_some_and(|s| s != task.status.state)
+                {
+                    continue;
+                }
+                let stamp = task.status.timestamp.clone().unwrap_or_default();
+                if q.status_after
+                    .as_deref()
+                    .is_some_and(|after| stamp.as_str() <= after)
+                {
+                    continue;
+                }
+                matches.push((stamp, task.clone()));
+            }
+        }
+        matches.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.id.cmp(&a.1.id)));
+        let total_size = matches.len();
+        let start = match &cursor {
+            None => 0,
+            // The first task strictly after the cursor in this order.
+            Some((stamp, id)) => matches
+                .iter()
+                .position(|(s, t)| (s.as_str(), t.id.as_str()) < (stamp.as_str(), id.as_str()))
+                .unwrap_or(total_size),
+        };
+        let page: Vec<(String, Task)> = matches.into_iter().skip(start).take(page_size).collect();
+        let next_page_token = if start + page.len() < total_size {
+            page.last()
+                .map(|(stamp, task)| encode_token(stamp, &task.id))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(TaskPage {
+            tasks: page.into_iter().map(|(_, task)| task).collect(),
+            next_page_token,
+            total_size,
+            page_size,
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub(crate) fn counts(&self) -> Vec<(Arc<str>, usize)> {
+        self.tenants
+            .lock()
+            .iter()
+            .map(|(tenant, n)| (tenant.clone(), *n))
+            .collect()
+    }
+
+    pub(crate) fn sweep(&self, now: Instant) -> usize {
+        let mut removed = 0;
+        for mut shard in self.tasks.shards() {
+            let before = shard.len();
+            shard.retain(|_, entry| {
+                let keep_for = if entry.task.status.state.is_terminal() {
+                    self.config.retain_terminal
+                } else {
+                    self.config.active_ttl
+                };
+                let keep = now.saturating_duration_since(entry.since) < keep_for;
+                if !keep {
+                    let mut tenants = self.tenants.lock();
+                    if let Some(count) = tenants.get_mut(&entry.tenant) {
+                        *count = count.saturating_sub(1);
+                        if *count == 0 {
+                            tenants.remove(&entry.tenant);
+                        }
+                    }
+                }
+                keep
+            });
+            removed += before - shard.len();
+            crate::shard::shrink_if_sparse(&mut shard);
+        }
+        removed
+    }
+}
+
+/// The cursor `(status timestamp, task id)` of the last task of a page, as URL-safe base64.
+fn encode_token(stamp: &str, id: &str) -> String {
+    let mut raw = String::with_capacity(stamp.len() + 1 + id.len());
+    raw.push_str(stamp);
+    raw.push('\0');
+    raw.push_str(id);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_token(token: &str) -> Result<(String, String), StoreError> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| StoreError::BadPageToken)?;
+    let raw = String::from_utf8(raw).map_err(|_| StoreError::BadPageToken)?;
+    let (stamp, id) = raw.split_once('\0').ok_or(StoreError::BadPageToken)?;
+    Ok((stamp.to_owned(), id.to_owned()))
+}
+
+// === impl CancelSignal ===
+
+/// Resolves when the task is canceled; also when the task is gone or already canceled.
+#[derive(Debug)]
+pub(crate) struct CancelSignal {
+    receiver: Option<watch::Receiver<bool>>,
+}
+
+impl CancelSignal {
+    pub(crate) async fn wait(self) {
+        if let Some(mut receiver) = self.receiver {
+            // An error means the sender went (task swept or finished without a cancel): a
+            // runner of a task that is gone has nothing left to do either.
+            let _ = receiver.wait_for(|canceled| *canceled).await;
+        }
+    }
+}
+
+// === impl Subscription ===
+
+/// A task's snapshot and the events after it.
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    pub snapshot: Task,
+    /// The snapshot's version: only events above it are new.
+    version: u64,
+    /// `None` once the stream ended.
+    receiver: Option<broadcast::Receiver<(u64, Arc<StreamResponse>)>>,
+}
+
+impl Subscription {
+    /// The next event, `None` after one that ends the stream, when the task went, or when
+    /// this subscriber fell more than [`SUBSCRIBER_BUFFER`] events behind.
+    pub(crate) async fn next(&mut self) -> Option<StreamResponse> {
+        let receiver = self.receiver.as_mut()?;
+        loop {
+            match receiver.recv().await {
+                Ok((version, event)) if version > self.version => {
+                    self.version = version;
+                    if event.ends_stream() {
+                        self.receiver = None;
+                    }
+                    return Some(Arc::unwrap_or_clone(event));
+                }
+                Ok(_) => continue,
+                Err(_) => {
+                    self.receiver = None;
+                    return None;
+                }
+            }
+        }
+    }
+}
