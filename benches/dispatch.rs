@@ -95,20 +95,18 @@ fn bench_dispatch(c: &mut Criterion) {
     };
     let ctx = CallContext::new(None);
     let caller = sluice::auth::Caller::anonymous("bench".into(), "agent".into());
-    let scope = Scope {
-        tenant: "bench",
-        client: "agent",
-        snapshot: &snapshot,
-        view: snapshot.client("bench", "agent"),
-        era: Era::Handshake,
-        version: sluice::protocol::ProtocolVersion::V2025_11_25,
-        call: &ctx,
-        caller: &caller,
-        session: None,
-        surface: sluice::audit::Surface::Mcp,
-        stream_sources: false,
-        platform: false,
-    };
+    let scope = Scope::new(
+        "bench",
+        "agent",
+        &snapshot,
+        snapshot.client("bench", "agent"),
+        (
+            Era::Handshake,
+            sluice::protocol::ProtocolVersion::V2025_11_25,
+        ),
+        &ctx,
+        &caller,
+    );
 
     let mut group = c.benchmark_group("dispatch");
     for method in ["tools/list", "ping"] {

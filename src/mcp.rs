@@ -110,7 +110,7 @@ pub struct Scope<'a> {
 /// The class of a `tools/call` that ended in an `isError` result, for a caller that must tell
 /// them apart (`Scope::tool_error`).
 #[derive(Debug, Default)]
-pub(crate) struct ToolErrorSlot(std::sync::atomic::AtomicU8);
+pub struct ToolErrorSlot(std::sync::atomic::AtomicU8);
 
 impl ToolErrorSlot {
     const NONE: u8 = 0;

@@ -89,7 +89,8 @@ pub struct ClientView {
 }
 
 impl ClientView {
-    /// The tenant's A2A settings (`[tenant.a2a]`).
+    /// The tenant's A2A settings (`[tenant.a2a]`; read by the A2A surface once it is routed).
+    #[allow(dead_code)]
     pub(crate) fn a2a(&self) -> &crate::config::TenantA2a {
         &self.a2a
     }

@@ -227,6 +227,7 @@ impl Fixture {
             surface: sluice::audit::Surface::Mcp,
             stream_sources: false,
             platform: false,
+            tool_error: None,
         };
         self.dispatcher
             .request(&scope, method, params.as_ref())
@@ -896,6 +897,7 @@ async fn cancellation_names_the_request_id_as_its_json_text() {
         surface: sluice::audit::Surface::Mcp,
         stream_sources: false,
         platform: false,
+        tool_error: None,
     };
     // Each request id as the in-flight request would hold it (OwnedId::as_json).
     for id in [
