@@ -52,6 +52,7 @@ pub use event::{
 pub use merge::merge_records_sorted;
 pub use merge::{merge_records, normalize_email, normalize_phone};
 pub use provider::{page_url, ProviderClient, ProviderError};
+pub(crate) use record::write_records;
 pub use record::{FederatedRecord, IdentityMatch, MatchRule, Provenance};
 pub(crate) use result::FederatedOutcome;
 

@@ -13,6 +13,7 @@
 //! | `sluice_active_streams` | gauge | `tenant` | [`Metrics::stream_opened`] / [`Metrics::stream_closed`] / [`GaugeGuard`] |
 //! | `sluice_sse_frames_total`, `sluice_sse_bytes_total` | counter | | [`Metrics::add_sse`] |
 //! | `sluice_downstream_errors_total`, `sluice_source_errors_total` | counter | `code` | [`Metrics::downstream_error`], [`Metrics::source_error`] |
+//! | `sluice_a2a_calls_total` | counter | `method`, `outcome` | [`Metrics::a2a_call`] |
 //! | anything registered | counter / gauge | | [`Metrics::register_counter`], [`Metrics::register_gauge_fn`] |
 //!
 //! - `labels.rs`: [`RouteLabel`], [`MethodLabel`], the counted status codes.
@@ -61,7 +62,7 @@ pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8"
 
 /// The built-in family names, and the sample names a histogram family also occupies; a
 /// registered family may not reuse any of them.
-const BUILTIN_NAMES: [&str; 13] = [
+const BUILTIN_NAMES: [&str; 14] = [
     BUILD_INFO,
     UPTIME,
     REQUESTS,
@@ -75,6 +76,7 @@ const BUILTIN_NAMES: [&str; 13] = [
     SSE_BYTES,
     DOWNSTREAM_ERRORS,
     SOURCE_ERRORS,
+    A2A_CALLS,
 ];
 
 const BUILD_INFO: &str = "sluice_build_info";
@@ -87,6 +89,7 @@ const SSE_FRAMES: &str = "sluice_sse_frames_total";
 const SSE_BYTES: &str = "sluice_sse_bytes_total";
 const DOWNSTREAM_ERRORS: &str = "sluice_downstream_errors_total";
 const SOURCE_ERRORS: &str = "sluice_source_errors_total";
+const A2A_CALLS: &str = "sluice_a2a_calls_total";
 
 /// Why a family could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,6 +120,8 @@ pub struct Metrics {
     downstream_errors: CodeCounters,
     /// Source (upstream MCP/catalog source) failures by code.
     source_errors: CodeCounters,
+    /// A2A calls by method and outcome.
+    a2a_calls: registry::PairCounters,
     /// Families other modules own.
     externals: Externals,
 }
@@ -148,6 +153,7 @@ impl Metrics {
             sse_bytes: AtomicU64::new(0),
             downstream_errors: CodeCounters::default(),
             source_errors: CodeCounters::default(),
+            a2a_calls: registry::PairCounters::default(),
             externals: Externals::default(),
         }
     }
@@ -244,6 +250,12 @@ impl Metrics {
     /// A source failed with `code` (`sluice_source_errors_total{code}`).
     pub(crate) fn source_error(&self, code: &'static str) {
         self.source_errors.add(code);
+    }
+
+    /// An A2A call ended (`sluice_a2a_calls_total{method,outcome}`); both are static names,
+    /// never task ids.
+    pub(crate) fn a2a_call(&self, method: &'static str, outcome: &'static str) {
+        self.a2a_calls.add(method, outcome);
     }
 
     // === externally owned families ===
@@ -359,6 +371,15 @@ impl Metrics {
             "Failed source operations by error code.",
             &self.source_errors,
         );
+        w.family(A2A_CALLS, "A2A calls by method and outcome.", Kind::Counter);
+        for ((method, outcome), n) in self.a2a_calls.snapshot() {
+            w.sample(
+                A2A_CALLS,
+                "",
+                &[("method", method), ("outcome", outcome)],
+                Value::Unsigned(n),
+            );
+        }
 
         self.externals
             .for_each(|name, help, reading| match reading {

@@ -20,6 +20,8 @@ use std::sync::Arc;
 use http::Request;
 use hyper::body::Incoming;
 
+use crate::a2a::agent::{Agent, AgentParts};
+use crate::a2a::store::{TaskStore, TaskStoreConfig};
 use crate::access::Access;
 use crate::audit::Audit;
 use crate::auth::Authenticator;
@@ -47,6 +49,7 @@ pub use config::{ServeConfig, TestHooks};
 /// State shared by every request (read-only after start).
 struct State {
     mcp: Arc<Transport>,
+    a2a: Arc<Agent>,
     rest: Rest,
     access: Arc<Access>,
     metrics: Arc<Metrics>,
@@ -166,7 +169,24 @@ pub async fn serve(
         drain.clone(),
     );
     let janitor = spawn_janitor(&streams, sessions.clone(), DEFAULT_SWEEP_INTERVAL);
+    let a2a = Agent::new(AgentParts {
+        store: TaskStore::local(TaskStoreConfig::from(&config.a2a)),
+        settings: config.a2a.clone(),
+        catalog: Arc::clone(&config.catalog),
+        dispatcher: Arc::clone(&dispatcher),
+        access: Arc::clone(&access),
+        audit: audit.clone(),
+        metrics: Arc::clone(&metrics),
+        public_base: public_base.as_str().into(),
+        max_body_bytes: config.limits.max_body_bytes,
+        body_read_timeout: config.limits.body_read_timeout,
+        json_limits: config.json_limits,
+        keepalive: config.sse_keepalive,
+    });
+    a2a.register_metrics();
+    let a2a_janitor = Agent::spawn_janitor(&a2a, drain.clone());
     let state = Arc::new(State {
+        a2a,
         mcp: Arc::new(Transport {
             settings: transport::Settings {
                 allowed_origins: config.allowed_origins,
@@ -218,6 +238,7 @@ pub async fn serve(
     let result = server::run(listener, &config.limits, drain, service, shutdown).await;
     list_changed.abort();
     janitor.abort();
+    a2a_janitor.abort();
     if let Some(cluster) = cluster {
         cluster.abort();
     }

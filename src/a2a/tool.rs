@@ -80,8 +80,14 @@ pub(crate) fn refusal_text(view: &ClientView, problem: &str) -> String {
                 .to_string()
         },
     );
+    let problem = problem.trim_end();
+    let stop = if problem.ends_with(['.', '!', '?']) {
+        ""
+    } else {
+        "."
+    };
     format!(
-        "{problem} Send a message with a data part {{\"tool\": \"<skill id>\", \"arguments\": \
+        "{problem}{stop} Send a message with a data part {{\"tool\": \"<skill id>\", \"arguments\": \
          {{…}}}}, for example {example}. Skills: {}.",
         if skills.is_empty() {
             "none".to_owned()

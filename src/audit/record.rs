@@ -244,7 +244,6 @@ impl Record {
     }
 
     /// Sets the accepted external correlation id.
-    #[cfg(test)]
     pub(crate) fn with_external_correlation_id(mut self, id: impl Into<String>) -> Self {
         self.external_correlation_id = Some(id.into());
         self
@@ -257,7 +256,6 @@ impl Record {
     }
 
     /// Sets the tool (or resource, prompt) name.
-    #[cfg(test)]
     pub(crate) fn with_tool(mut self, tool: impl Into<String>) -> Self {
         self.tool = Some(tool.into());
         self

@@ -161,7 +161,7 @@ impl FederatedRecord {
 }
 
 /// Writes records as a JSON array.
-pub(super) fn write_records(out: &mut BytesMut, records: &[FederatedRecord]) {
+pub(crate) fn write_records(out: &mut BytesMut, records: &[FederatedRecord]) {
     out.put_u8(b'[');
     for (idx, record) in records.iter().enumerate() {
         if idx > 0 {

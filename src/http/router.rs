@@ -53,6 +53,10 @@ pub(crate) enum Route<'a> {
     RestTools(Target<'a>),
     /// `POST /runtime/{tenant}/{client}/tools/{name}`: REST tool call.
     RestCall(Target<'a>, Cow<'a, str>),
+    /// `POST /runtime/{tenant}/{client}/a2a`: the client application's A2A agent (JSON-RPC).
+    A2a(Target<'a>),
+    /// `GET /runtime/{tenant}/{client}/a2a/.well-known/agent-card.json`: its public card.
+    A2aCard(Target<'a>),
     /// `POST|GET|DELETE /mcp/apps/bos/platform`: the BOS platform app.
     BosPlatform,
     /// `GET /.well-known/oauth-protected-resource{rest}`: `rest` is the endpoint path (`""` or
@@ -97,8 +101,8 @@ impl From<RouteError> for super::Error {
     }
 }
 
-/// Most segments any route has (`runtime/{t}/{c}/tools/{name}`).
-const MAX_SEGMENTS: usize = 5;
+/// Most segments any route has (`runtime/{t}/{c}/a2a/.well-known/agent-card.json`).
+const MAX_SEGMENTS: usize = 6;
 
 /// Matches `path` (without the query) and `method` to a route.
 pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError> {
@@ -149,7 +153,16 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Rou
                 client: decode_id(client, MAX_ID_LEN)?,
             };
             match tail {
-                ["mcp"] | ["sse"] | ["messages"] | ["tools"] | ["tools", _]
+                ["a2a", ".well-known", "agent-card.json"] if method == Method::OPTIONS => {
+                    Ok(Route::Preflight {
+                        allow: allow::GET,
+                        public: true,
+                    })
+                }
+                ["a2a", ".well-known", "agent-card.json"] => {
+                    only(method, &Method::GET, allow::GET, Route::A2aCard(target))
+                }
+                ["mcp"] | ["sse"] | ["messages"] | ["tools"] | ["tools", _] | ["a2a"]
                     if method == Method::OPTIONS =>
                 {
                     let allow = match tail {
@@ -163,6 +176,7 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Rou
                     })
                 }
                 ["mcp"] => mcp_methods(method, Route::Mcp(target)),
+                ["a2a"] => only(method, &Method::POST, allow::POST, Route::A2a(target)),
                 ["sse"] => only(method, &Method::GET, allow::GET, Route::LegacySse(target)),
                 ["messages"] => only(
                     method,

@@ -20,6 +20,10 @@ pub enum RouteLabel {
     RestCall,
     /// The BOS platform surface.
     BosPlatform,
+    /// A2A: the JSON-RPC endpoint of a client application's agent.
+    A2a,
+    /// A2A: the public agent card.
+    A2aCard,
     /// OAuth protected-resource metadata.
     ProtectedResource,
     /// The metrics scrape itself.
@@ -38,13 +42,15 @@ pub enum RouteLabel {
 
 impl RouteLabel {
     /// Every route, in rendering order (the order of the index).
-    pub const ALL: [RouteLabel; 13] = [
+    pub const ALL: [RouteLabel; 15] = [
         RouteLabel::Mcp,
         RouteLabel::LegacySse,
         RouteLabel::LegacyMessages,
         RouteLabel::RestTools,
         RouteLabel::RestCall,
         RouteLabel::BosPlatform,
+        RouteLabel::A2a,
+        RouteLabel::A2aCard,
         RouteLabel::ProtectedResource,
         RouteLabel::Metrics,
         RouteLabel::Healthz,
@@ -66,6 +72,8 @@ impl RouteLabel {
             RouteLabel::RestTools => "rest_tools",
             RouteLabel::RestCall => "rest_call",
             RouteLabel::BosPlatform => "bos_platform",
+            RouteLabel::A2a => "a2a",
+            RouteLabel::A2aCard => "a2a_card",
             RouteLabel::ProtectedResource => "protected_resource",
             RouteLabel::Metrics => "metrics",
             RouteLabel::Healthz => "healthz",

@@ -42,6 +42,33 @@ impl CodeCounters {
     }
 }
 
+/// Counters keyed by two static label values (A2A calls: method, outcome); a few dozen
+/// entries at most, searched linearly under a small lock.
+#[derive(Debug, Default)]
+pub(crate) struct PairCounters {
+    pairs: Mutex<Vec<((&'static str, &'static str), u64)>>,
+}
+
+impl PairCounters {
+    pub(crate) fn add(&self, first: &'static str, second: &'static str) {
+        let mut pairs = self.pairs.lock();
+        match pairs
+            .iter_mut()
+            .find(|(known, _)| *known == (first, second))
+        {
+            Some((_, count)) => *count += 1,
+            None => pairs.push(((first, second), 1)),
+        }
+    }
+
+    /// `((first, second), count)` sorted by labels.
+    pub(crate) fn snapshot(&self) -> Vec<((&'static str, &'static str), u64)> {
+        let mut pairs = self.pairs.lock().clone();
+        pairs.sort_unstable_by_key(|(labels, _)| *labels);
+        pairs
+    }
+}
+
 /// Where an externally owned family's value comes from.
 pub(crate) enum Source {
     /// A counter another module increments.

@@ -12,7 +12,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::catalog::Catalog;
-use crate::config::{AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings};
+use crate::config::{
+    A2aSettings, AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings,
+};
 use crate::http::Limits;
 use crate::invoke::InvokerConfig;
 use crate::jsonrpc;
@@ -64,6 +66,8 @@ pub struct ServeConfig {
     pub api_key_pepper: Option<Vec<u8>>,
     /// The audit trail.
     pub audit: AuditSettings,
+    /// The A2A agent surface (`[server.a2a]`).
+    pub a2a: A2aSettings,
     /// Redis for sessions and stream routing shared by several instances (`[cluster]`);
     /// `None`: process-local. Unreachable at start → [`super::serve`] fails.
     pub cluster: Option<RedisConfig>,
@@ -95,6 +99,7 @@ impl Default for ServeConfig {
             public_url: None,
             api_key_pepper: None,
             audit: AuditSettings::default(),
+            a2a: A2aSettings::default(),
             cluster: None,
             expected_instances: 1,
             test_hooks: None,
@@ -169,6 +174,7 @@ impl ServeConfig {
             public_url: settings.public_url.clone(),
             api_key_pepper: settings.api_key_pepper.clone().map(String::into_bytes),
             audit: settings.audit.clone(),
+            a2a: settings.a2a.clone(),
             catalog,
             cluster: None,
             expected_instances: 1,

@@ -75,13 +75,16 @@ pub(super) async fn handle(state: &State, req: Request<Incoming>) -> Response<Bo
     // Read once: the MCP transports' call context gets it, and the answer echoes it.
     let external = matches!(
         route,
-        Route::Mcp(_) | Route::LegacyMessages(_) | Route::BosPlatform
+        Route::Mcp(_) | Route::LegacyMessages(_) | Route::BosPlatform | Route::A2a(_)
     )
     .then(|| external_from_headers(&parts.headers))
     .flatten();
-    let echo = matches!(label, RouteLabel::Mcp | RouteLabel::LegacyMessages)
-        .then(|| external.as_ref().map(|id| id.header_value().clone()))
-        .flatten();
+    let echo = matches!(
+        label,
+        RouteLabel::Mcp | RouteLabel::LegacyMessages | RouteLabel::A2a
+    )
+    .then(|| external.as_ref().map(|id| id.header_value().clone()))
+    .flatten();
     let mut response = answer(state, &parts, body, route, external, origin_verdict)
         .await
         .unwrap_or_else(Error::into_response);
@@ -151,6 +154,23 @@ async fn answer(
                 .call_tool(parts, body, &target, &name, admitted)
                 .await
         }
+        Route::A2a(target) => {
+            let refused = if state.a2a.enabled() {
+                admit(state, parts, &target, Endpoint::A2a, origin()).await
+            } else {
+                Err(Error::NotFound)
+            };
+            let mut admitted = match refused {
+                Ok(admitted) => admitted,
+                Err(refused) => {
+                    body::drain_refused(body, body::content_length(&parts.headers)).await;
+                    return Err(refused);
+                }
+            };
+            admitted.external = external;
+            state.a2a.rpc(parts, body, &target, admitted).await
+        }
+        Route::A2aCard(target) => state.a2a.card(parts, &target),
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz => readyz(state).await,
         Route::BosPlatform => {
@@ -283,6 +303,8 @@ fn describe(route: &Route<'_>) -> (RouteLabel, Option<Policy>) {
         Route::RestTools(_) => (RouteLabel::RestTools, Some(Policy::Protected)),
         Route::RestCall(..) => (RouteLabel::RestCall, Some(Policy::Protected)),
         Route::BosPlatform => (RouteLabel::BosPlatform, Some(Policy::Protected)),
+        Route::A2a(_) => (RouteLabel::A2a, Some(Policy::Protected)),
+        Route::A2aCard(_) => (RouteLabel::A2aCard, Some(Policy::Public)),
         Route::ProtectedResource(_) => (RouteLabel::ProtectedResource, Some(Policy::Public)),
         Route::Healthz => (RouteLabel::Healthz, None),
         Route::Readyz => (RouteLabel::Readyz, None),

@@ -1,5 +1,6 @@
 //! The integration test binary: one module per topic, all over real sockets on 127.0.0.1.
 
+mod a2a;
 mod auth;
 mod bench;
 mod bos;
