@@ -439,7 +439,7 @@ async fn a_federated_read_streams_source_pages_then_the_merged_result() {
         &request(
             7,
             "SendStreamingMessage",
-            json!({"message": tool_message("find_people", json!({"name": "a"}))}),
+            json!({"message": tool_message("find_people", json!({"query": "a"}))}),
         ),
     )
     .await;
