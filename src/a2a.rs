@@ -24,5 +24,6 @@ pub(crate) mod model;
 pub(crate) mod rpc;
 pub(crate) mod store;
 pub(crate) mod tool;
+pub(crate) mod v03;
 
 pub(crate) use error::A2aError;
