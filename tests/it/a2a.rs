@@ -966,3 +966,53 @@ async fn a_request_without_a2a_version_speaks_0_3_through_the_translation() {
     assert_eq!(card["protocolVersion"], "0.3.0", "{card}");
     assert_eq!(card["url"], demo.url(A2A).as_str());
 }
+
+#[tokio::test]
+async fn a2a_calls_are_audited_with_their_call_type_and_a_foreign_task_read_is_recorded() {
+    let dir = support::TempDir::new("a2a-audit");
+    let path = dir.join("audit.jsonl");
+    let acme = Acme::start(&format!(
+        "[server.audit]\nsink = \"file\"\npath = \"{}\"\nwhen_full = \"block\"\n",
+        path.display()
+    ))
+    .await;
+    let (id, _) = acme.slow_task().await;
+    error(&acme.call(&acme.bob(), "GetTask", json!({"id": id})).await);
+    result(
+        &acme
+            .call(&acme.alice(), "CancelTask", json!({"id": id}))
+            .await,
+    );
+    let deadline = tokio::time::Instant::now() + GUARD;
+    let records = loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let records: Vec<Value> = text
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        if records.iter().filter(|r| r["surface"] == "a2a").count() >= 4 {
+            break records;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let send = records
+        .iter()
+        .find(|r| r["call_type"] == "a2a_message")
+        .expect("the send's record");
+    assert_eq!(send["tool"], "slow", "{send}");
+    assert_eq!(send["caller"], "apikey:alice");
+    let foreign = records
+        .iter()
+        .find(|r| r["call_type"] == "a2a_task" && r["caller"] == "apikey:bob")
+        .expect("bob's refused read");
+    assert_eq!(foreign["outcome"], "error", "{foreign}");
+    assert_eq!(foreign["error_code"], "-32001");
+    // The tool call itself is audited by the MCP path, on the A2A surface.
+    assert!(
+        records
+            .iter()
+            .any(|r| r["call_type"] == "tool_call" && r["surface"] == "a2a" && r["tool"] == "slow"),
+        "{records:?}"
+    );
+}
