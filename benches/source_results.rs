@@ -25,6 +25,10 @@
 //! runtime comes from `/proc/self/task/*/schedstat`, the rest of the machine's load from
 //! `/proc/stat`.
 //!
+//! The same two reads also run as A2A `SendStreamingMessage` tasks (`a2a_slow`, `a2a`): source
+//! pages arrive as artifact updates, the merged result as the final artifact; their ratio
+//! columns compare them with the MCP streams of the same read (instead of the JSON answer).
+//!
 //! Modes: `cargo bench --bench source_results` passes `--bench` and gets the full run (knobs
 //! `SRB_ROUNDS`, `SRB_RECORDS`, `SRB_SOURCES`, `SRB_PROVIDER_PAGE`, `SRB_SLOW_MS`,
 //! `SRB_VERBOSE=1`, see [`Settings::from_env`]); without `--bench` (`cargo test --all-targets`)
@@ -63,6 +67,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The bench tenant's MCP endpoint.
 const MCP_PATH: &str = "/runtime/bench/agent/mcp";
+/// The same client application's A2A endpoint.
+const A2A_PATH: &str = "/runtime/bench/agent/a2a";
 /// The extension's opt-in key.
 const OPT_IN: &str = sluice::federation::EXTENSION;
 /// The source notification method.
@@ -164,14 +170,20 @@ enum Scenario {
     Stream,
     /// `people`, no opt-in.
     Json,
+    /// `people_slow` as an A2A `SendStreamingMessage`: source pages as artifact updates.
+    A2aStreamSlow,
+    /// `people` as an A2A `SendStreamingMessage`.
+    A2aStream,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 4] = [
+    const ALL: [Scenario; 6] = [
         Scenario::StreamSlow,
         Scenario::JsonSlow,
         Scenario::Stream,
         Scenario::Json,
+        Scenario::A2aStreamSlow,
+        Scenario::A2aStream,
     ];
 
     fn name(self) -> &'static str {
@@ -180,13 +192,15 @@ impl Scenario {
             Scenario::JsonSlow => "json_slow",
             Scenario::Stream => "stream",
             Scenario::Json => "json",
+            Scenario::A2aStreamSlow => "a2a_slow",
+            Scenario::A2aStream => "a2a",
         }
     }
 
     fn tool(self) -> &'static str {
         match self {
-            Scenario::StreamSlow | Scenario::JsonSlow => "people_slow",
-            Scenario::Stream | Scenario::Json => "people",
+            Scenario::StreamSlow | Scenario::JsonSlow | Scenario::A2aStreamSlow => "people_slow",
+            Scenario::Stream | Scenario::Json | Scenario::A2aStream => "people",
         }
     }
 
@@ -194,15 +208,25 @@ impl Scenario {
         matches!(self, Scenario::StreamSlow | Scenario::Stream)
     }
 
-    fn has_slow_source(self) -> bool {
-        matches!(self, Scenario::StreamSlow | Scenario::JsonSlow)
+    fn is_a2a(self) -> bool {
+        matches!(self, Scenario::A2aStreamSlow | Scenario::A2aStream)
     }
 
-    /// The JSON-only baseline of a streamed scenario.
+    fn has_slow_source(self) -> bool {
+        matches!(
+            self,
+            Scenario::StreamSlow | Scenario::JsonSlow | Scenario::A2aStreamSlow
+        )
+    }
+
+    /// What a scenario's ratios compare against: the JSON answer for an MCP stream, the MCP
+    /// stream for the same read over A2A.
     fn baseline(self) -> Option<Scenario> {
         match self {
             Scenario::StreamSlow => Some(Scenario::JsonSlow),
             Scenario::Stream => Some(Scenario::Json),
+            Scenario::A2aStreamSlow => Some(Scenario::StreamSlow),
+            Scenario::A2aStream => Some(Scenario::Stream),
             Scenario::JsonSlow | Scenario::Json => None,
         }
     }
@@ -613,17 +637,22 @@ async fn invoke(
         .await
         .map_err(|e| format!("handshake: {e}"))?;
     tokio::spawn(conn);
+    let (path, body) = if scenario.is_a2a() {
+        (A2A_PATH, a2a_body(id, scenario.tool()))
+    } else {
+        (
+            MCP_PATH,
+            call_body(id, scenario.tool(), scenario.is_streamed()),
+        )
+    };
     let request = Request::builder()
         .method(Method::POST)
-        .uri(MCP_PATH)
+        .uri(path)
         .header(HOST, "127.0.0.1")
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
-        .body(Full::new(Bytes::from(call_body(
-            id,
-            scenario.tool(),
-            scenario.is_streamed(),
-        ))))
+        .header("a2a-version", "1.0")
+        .body(Full::new(Bytes::from(body)))
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
     let response = sender
@@ -646,7 +675,13 @@ async fn invoke(
         .unwrap_or("")
         .to_owned();
     let body = response.into_body();
-    if scenario.is_streamed() {
+    if scenario.is_a2a() {
+        ensure!(
+            content_type.starts_with("text/event-stream"),
+            "content type {content_type:?}"
+        );
+        read_a2a_stream(body, started, scenario, id, &settings, &mut run).await?;
+    } else if scenario.is_streamed() {
         ensure!(
             content_type.starts_with("text/event-stream"),
             "content type {content_type:?}"
@@ -836,6 +871,142 @@ async fn read_stream(
         );
     }
     run.result_count = check_final(&message, id, settings)?.0;
+    Ok(())
+}
+
+/// An A2A `SendStreamingMessage` running `tool`.
+fn a2a_body(id: u64, tool: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "SendStreamingMessage", "params": {
+        "message": {"messageId": format!("m{id}"), "role": "ROLE_USER",
+                    "parts": [{"data": {"tool": tool, "arguments": {"query": "bench"}}}]}}})
+    .to_string()
+}
+
+/// Reads an A2A task stream event by event: the Task first, then per-source artifact updates
+/// (`append: true`, records in the data part), a status message at each source's end, the
+/// merged `result` artifact (`completeness: "complete"`, every person), `COMPLETED` last.
+async fn read_a2a_stream(
+    mut body: Incoming,
+    started: Instant,
+    scenario: Scenario,
+    id: u64,
+    settings: &Settings,
+    run: &mut Run,
+) -> Result<(), String> {
+    let slow_identity = format!("s{}", slow_source(settings.sources));
+    let mut decoder = Decoder::with_max_frame(MAX_FRAME);
+    let mut pending = BytesMut::with_capacity(64 * 1024);
+    let mut first = true;
+    let mut ended = false;
+    let mut per_source: BTreeMap<String, (u64, Option<Duration>)> = BTreeMap::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("body: {e}"))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        run.bytes += data.len() as u64;
+        pending.extend_from_slice(&data);
+        while let Some(event) = decoder
+            .decode(&mut pending)
+            .map_err(|e| format!("SSE: {e:?}"))?
+        {
+            if event.data.is_empty() {
+                continue;
+            }
+            let at = started.elapsed();
+            ensure!(!ended, "an event after the terminal status");
+            run.events += 1;
+            let message: Value =
+                serde_json::from_slice(&event.data).map_err(|e| format!("event JSON: {e}"))?;
+            ensure!(message["id"] == json!(id), "event id {}", message["id"]);
+            let result = &message["result"];
+            if first {
+                ensure!(result.get("task").is_some(), "the stream opens without the Task");
+                first = false;
+                continue;
+            }
+            if let Some(update) = result.get("artifactUpdate") {
+                let artifact = &update["artifact"];
+                let artifact_id = artifact["artifactId"].as_str().unwrap_or_default();
+                if let Some(source) = artifact_id.strip_prefix("source:") {
+                    ensure!(update["append"] == true, "a source page without append");
+                    let records = artifact["parts"][0]["data"]["records"]
+                        .as_array()
+                        .map_or(0, Vec::len) as u64;
+                    ensure!(
+                        (1..=PAGE_SIZE as u64).contains(&records),
+                        "page of {records} records"
+                    );
+                    per_source.entry(source.to_owned()).or_default().0 += records;
+                    run.records += records;
+                    run.first_page.get_or_insert(at);
+                } else if artifact_id == "result" {
+                    run.total = at;
+                    run.final_bytes = event.data.len() as u64;
+                    let meta = &artifact["metadata"];
+                    ensure!(
+                        meta["completeness"] == "complete"
+                            && meta["source_errors"].as_array().is_some_and(Vec::is_empty),
+                        "merged result not complete: {meta}"
+                    );
+                    let count = artifact["parts"][0]["data"]["metadata"]["result_count"]
+                        .as_u64()
+                        .unwrap_or(0);
+                    ensure!(
+                        count == settings.expected_people(),
+                        "result_count {count}, expected {}",
+                        settings.expected_people()
+                    );
+                    run.result_count = count;
+                }
+            } else if let Some(update) = result.get("statusUpdate") {
+                let status = &update["status"];
+                match status["state"].as_str() {
+                    Some("TASK_STATE_WORKING") => {
+                        let meta = &status["message"]["metadata"];
+                        if let Some(identity) = meta["source"]["source_identity"].as_str() {
+                            ensure!(meta["status"] == "complete", "source ended {meta}");
+                            let key = format!(
+                                "{}:{identity}",
+                                meta["source"]["source_type"].as_str().unwrap_or_default()
+                            );
+                            per_source.entry(key).or_default().1 = Some(at);
+                            if identity == slow_identity && scenario.has_slow_source() {
+                                run.slow_terminal = Some(at);
+                            } else {
+                                run.fast_done =
+                                    Some(run.fast_done.map_or(at, |t: Duration| t.max(at)));
+                            }
+                            run.last_terminal = Some(at);
+                        }
+                    }
+                    Some("TASK_STATE_COMPLETED") => ended = true,
+                    other => return Err(format!("task state {other:?}: {status}")),
+                }
+            }
+        }
+    }
+    ensure!(ended, "EOF before the terminal status");
+    ensure!(
+        per_source.len() == settings.sources,
+        "{} sources reported",
+        per_source.len()
+    );
+    for (key, (records, terminal)) in &per_source {
+        ensure!(terminal.is_some(), "{key} has no end");
+        ensure!(
+            *records == settings.records as u64,
+            "{key} delivered {records} records"
+        );
+    }
+    if scenario.has_slow_source() {
+        let first = run.first_page.ok_or("no page")?;
+        let slow = run.slow_terminal.ok_or("no slow terminal")?;
+        ensure!(
+            first < slow,
+            "the first artifact ({first:?}) came after the slow source ended ({slow:?})"
+        );
+    }
     Ok(())
 }
 
