@@ -21,6 +21,7 @@
 pub(crate) mod card;
 pub(crate) mod error;
 pub(crate) mod model;
+pub(crate) mod push;
 pub(crate) mod rpc;
 pub(crate) mod store;
 pub(crate) mod tool;
