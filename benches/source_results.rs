@@ -921,7 +921,10 @@ async fn read_a2a_stream(
             ensure!(message["id"] == json!(id), "event id {}", message["id"]);
             let result = &message["result"];
             if first {
-                ensure!(result.get("task").is_some(), "the stream opens without the Task");
+                ensure!(
+                    result.get("task").is_some(),
+                    "the stream opens without the Task"
+                );
                 first = false;
                 continue;
             }

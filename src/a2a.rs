@@ -10,6 +10,14 @@
 //! - `tool.rs`: how a message names a tool, and the call through `mcp::Dispatcher`.
 //! - `store.rs` (+ `store/`): the task store (snapshots, versions, cancel signal, live events,
 //!   push configurations), owner-scoped.
+//! - `push.rs` (+ `push/`): webhook configurations, their validation (https, public addresses
+//!   unless allowlisted, no header injection) and the bounded at-least-once delivery.
+//! - `v03.rs`: the one translation between A2A 0.3 and 1.0 (methods, params, results, events,
+//!   card members).
+//! - `agent.rs`: the surface — the card route and the JSON-RPC endpoint after the gate.
+//! - `methods.rs`: the 1.0 method table.
+//! - `run.rs`: the task runner (a message's tool call → task events).
+//! - `stream.rs`: task event streams over SSE.
 //!
 //! Must not grow a second tool path: a message that names a tool runs it through
 //! `mcp::Dispatcher` exactly as MCP `tools/call` does (catalog, validation, translation,

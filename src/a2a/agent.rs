@@ -136,7 +136,7 @@ impl Agent {
     pub(crate) fn card_context(&self) -> CardContext<'_> {
         CardContext {
             public_base: &self.public_base,
-            push: true,
+            push: self.settings.push_enabled(),
         }
     }
 
@@ -395,7 +395,41 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(15);
 impl Agent {
     /// Exposes the push delivery counters in `/metrics`.
     pub(crate) fn register_metrics(&self) {
-        self.push.register_metrics(&self.metrics);
+        let stats = self.push.stats();
+        for (name, help, counter) in [
+            (
+                "sluice_a2a_push_delivered_total",
+                "A2A push notifications delivered (a 2xx from the webhook).",
+                &stats.delivered,
+            ),
+            (
+                "sluice_a2a_push_failed_total",
+                "A2A push notifications given up (attempts exhausted, a redirect or a 4xx).",
+                &stats.failed,
+            ),
+            (
+                "sluice_a2a_push_retried_total",
+                "A2A push notification attempts retried.",
+                &stats.retried,
+            ),
+            (
+                "sluice_a2a_push_dropped_total",
+                "A2A push notifications dropped because the delivery queue was full.",
+                &stats.dropped,
+            ),
+            (
+                "sluice_a2a_push_refused_total",
+                "A2A push notifications refused at delivery (the webhook failed validation).",
+                &stats.refused,
+            ),
+        ] {
+            if let Err(err) = self
+                .metrics
+                .register_counter(name, help, Arc::clone(counter))
+            {
+                tracing::warn!(%err, "A2A push counter not exported");
+            }
+        }
     }
 
     /// Drops expired tasks every [`SWEEP_INTERVAL`] until the server drains.

@@ -181,7 +181,7 @@ async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer,
             .map_err(Fail::Http)?;
     }
     let inline_push = match &configuration.task_push_notification_config {
-        Some(config) => Some(push_config(call, config.clone(), None)?),
+        Some(config) => Some(push_config(call, config.clone(), None).await?),
         None => None,
     };
     let agent = call.agent;
@@ -433,34 +433,35 @@ async fn subscribe(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
 
 /// A config from the request, validated against the server's and tenant's policy; `task_id`
 /// fills its `taskId` (an inline config names none).
-fn push_config(
+async fn push_config(
     call: &Call<'_>,
     config: Value,
     task_id: Option<&str>,
 ) -> Result<PushConfig, A2aError> {
+    if !call.agent.settings.push_enabled() {
+        return Err(A2aError::PushNotSupported);
+    }
     let mut config: PushConfig = read(config)?;
     if let Some(task_id) = task_id {
         config.task_id = task_id.to_owned();
     }
-    push::validate(&config, &policy(call)).map_err(|refusal| {
-        A2aError::InvalidParams(format!("push notification config refused: {refusal}").into())
-    })?;
+    push::validate_resolved(&config, &policy(call), PUSH_RESOLVE_LIMIT)
+        .await
+        .map_err(|refusal| {
+            A2aError::InvalidParams(format!("push notification config refused: {refusal}").into())
+        })?;
     Ok(config)
 }
 
+/// How long creating a push config waits for its host to resolve.
+const PUSH_RESOLVE_LIMIT: Duration = Duration::from_secs(2);
+
 /// The webhook policy of the caller's tenant.
 pub(crate) fn policy(call: &Call<'_>) -> PushPolicy {
-    PushPolicy {
-        allow_http: call.agent.settings.allow_http_push,
-        allowed_hosts: call
-            .admitted
-            .view
-            .a2a()
-            .push_allowed_hosts
-            .iter()
-            .map(|host| host.to_ascii_lowercase().into_boxed_str())
-            .collect(),
-    }
+    PushPolicy::new(
+        call.agent.settings.allow_http_push,
+        &call.admitted.view.a2a().push_allowed_hosts,
+    )
 }
 
 /// Stores `config` on the task (its id defaults to the task id); the stored JSON.
@@ -490,7 +491,7 @@ async fn create_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
     else {
         return Err(A2aError::InvalidParams("taskId is required".into()).into());
     };
-    let config = push_config(call, params, Some(&task_id))?;
+    let config = push_config(call, params, Some(&task_id)).await?;
     let stored = call.agent.store.get(&call.owner, &task_id).await?;
     match stored {
         None => return Err(A2aError::TaskNotFound.into()),
@@ -514,6 +515,9 @@ struct PushParams {
 }
 
 async fn get_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+    if !call.agent.settings.push_enabled() {
+        return Err(A2aError::PushNotSupported.into());
+    }
     let params: PushParams = read(params)?;
     let id = params.id.unwrap_or_else(|| params.task_id.clone());
     match call
@@ -530,6 +534,9 @@ async fn get_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
 }
 
 async fn list_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+    if !call.agent.settings.push_enabled() {
+        return Err(A2aError::PushNotSupported.into());
+    }
     let params: PushParams = read(params)?;
     let Some(configs) = call
         .agent
@@ -549,6 +556,9 @@ async fn list_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
 }
 
 async fn delete_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+    if !call.agent.settings.push_enabled() {
+        return Err(A2aError::PushNotSupported.into());
+    }
     let params: PushParams = read(params)?;
     let Some(id) = params.id else {
         return Err(A2aError::InvalidParams("id is required".into()).into());
@@ -599,21 +609,13 @@ impl super::agent::Agent {
             return;
         };
         let body = Bytes::from(body);
+        // The tenant's allowlist as it is now: a reload that removes a host stops deliveries.
         let snapshot = self.catalog.current();
         let allowed = snapshot
             .client(&owner.tenant, &owner.client)
-            .map(|view| {
-                view.a2a()
-                    .push_allowed_hosts
-                    .iter()
-                    .map(|host| host.to_ascii_lowercase().into_boxed_str())
-                    .collect()
-            })
+            .map(|view| view.a2a().push_allowed_hosts.clone())
             .unwrap_or_default();
-        let policy = PushPolicy {
-            allow_http: self.settings.allow_http_push,
-            allowed_hosts: allowed,
-        };
+        let policy = PushPolicy::new(self.settings.allow_http_push, &allowed);
         for config in configs {
             let Ok(config) = serde_json::from_slice::<PushConfig>(&config) else {
                 continue;

@@ -33,6 +33,9 @@ pub struct A2aSettings {
     pub list_default_page_size: usize,
     /// Most history messages a task returns when the request names no `historyLength`.
     pub default_history_length: usize,
+    /// Offer push notifications (`capabilities.pushNotifications`); off, every push config
+    /// method answers -32003.
+    pub push_notifications: bool,
     /// Push notification webhooks may use `http://` (development only).
     pub allow_http_push: bool,
     /// Push configurations per task (the next `Create…` is refused with -32602).
@@ -49,6 +52,13 @@ pub struct A2aSettings {
     pub push_backoff_ms: u64,
 }
 
+impl A2aSettings {
+    /// Whether push notifications are offered.
+    pub fn push_enabled(&self) -> bool {
+        self.push_notifications
+    }
+}
+
 impl Default for A2aSettings {
     fn default() -> Self {
         Self {
@@ -61,6 +71,7 @@ impl Default for A2aSettings {
             list_max_page_size: 100,
             list_default_page_size: 50,
             default_history_length: 100,
+            push_notifications: true,
             allow_http_push: false,
             max_push_configs_per_task: 10,
             push_queue: 1_024,

@@ -1016,3 +1016,161 @@ async fn a2a_calls_are_audited_with_their_call_type_and_a_foreign_task_read_is_r
         "{records:?}"
     );
 }
+
+// === push delivery ===
+
+#[tokio::test]
+async fn every_event_of_a_task_is_pushed_to_its_webhook_with_the_configured_headers() {
+    let hook = Downstream::new()
+        .fallback(Answer::Plain(200, ""))
+        .start()
+        .await;
+    let acme = Acme::start("[server.a2a]\nallow_http_push = true\npush_backoff_ms = 10\n").await;
+    let url = format!("http://127.0.0.1:{}/hook", hook.addr.port());
+    let task = result(
+        &acme
+            .call(
+                &acme.alice(),
+                "SendMessage",
+                json!({"message": tool_message("echo", json!({})),
+                       "configuration": {"taskPushNotificationConfig": {
+                           "url": url, "token": "tok-123",
+                           "authentication": {"scheme": "Bearer", "credentials": "secret-xyz"}}}}),
+            )
+            .await,
+    )["task"]
+        .clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    // task (submitted), WORKING, the artifact, COMPLETED — in order.
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while hook.hits() < 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} pushes",
+            hook.hits()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let pushes = hook.requests();
+    let bodies: Vec<Value> = pushes
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).expect("a JSON StreamResponse"))
+        .collect();
+    assert_eq!(bodies[0]["task"]["id"], task["id"], "{bodies:?}");
+    assert_eq!(
+        bodies[1]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
+    assert_eq!(
+        bodies[2]["artifactUpdate"]["artifact"]["artifactId"],
+        "result"
+    );
+    assert_eq!(
+        bodies[3]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    for push in &pushes {
+        assert_eq!(push.method, Method::POST);
+        assert_eq!(push.uri, "/hook");
+        assert_eq!(push.headers["authorization"], "Bearer secret-xyz");
+        assert_eq!(push.headers["x-a2a-notification-token"], "tok-123");
+        assert!(push.headers["content-type"]
+            .to_str()
+            .is_ok_and(|t| t.starts_with("application/")));
+    }
+    let id = task["id"].as_str().expect("id");
+    let stored = result(
+        &acme
+            .call(
+                &acme.alice(),
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": id}),
+            )
+            .await,
+    );
+    assert_eq!(
+        stored["url"],
+        url.as_str(),
+        "the inline config is stored under the task id"
+    );
+    let metrics = support::send(
+        acme.server.addr,
+        support::request(acme.server.addr, Method::GET, "/metrics", &[], ""),
+    )
+    .await
+    .text();
+    assert!(
+        metrics.contains("sluice_a2a_push_delivered_total 4"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn webhooks_on_internal_addresses_and_header_injection_are_refused() {
+    let acme = Acme::start("").await;
+    let (id, _) = acme.slow_task().await;
+    for (config, why) in [
+        (json!({"url": "https://10.0.0.7/hook"}), "private"),
+        (
+            json!({"url": "https://169.254.169.254/latest"}),
+            "link-local metadata",
+        ),
+        (
+            json!({"url": "https://[::ffff:192.168.1.1]/hook"}),
+            "IPv4-mapped private",
+        ),
+        (json!({"url": "https://localhost/hook"}), "loopback by name"),
+        (
+            json!({"url": "https://hooks.example.com/x", "token": "a\r\nX-Evil: 1"}),
+            "CR/LF in the token",
+        ),
+        (
+            json!({"url": "https://user:pw@hooks.example.com/x"}),
+            "user information",
+        ),
+    ] {
+        let mut params = config.clone();
+        params["taskId"] = json!(id);
+        let refused = error(
+            &acme
+                .call(&acme.alice(), "CreateTaskPushNotificationConfig", params)
+                .await,
+        );
+        assert_eq!(refused["code"], -32602, "{why}: {refused}");
+    }
+    // The tenant allowlists 127.0.0.1 (still https only here).
+    let allowed = acme
+        .call(
+            &acme.alice(),
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": "https://127.0.0.1:9/hook"}),
+        )
+        .await;
+    assert_eq!(result(&allowed)["url"], "https://127.0.0.1:9/hook");
+    result(
+        &acme
+            .call(&acme.alice(), "CancelTask", json!({"id": id}))
+            .await,
+    );
+}
+
+#[tokio::test]
+async fn push_can_be_turned_off() {
+    let acme = Acme::start("[server.a2a]\npush_notifications = false\n").await;
+    let (id, _) = acme.slow_task().await;
+    let off = error(
+        &acme
+            .call(
+                &acme.alice(),
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "url": "https://hooks.example.com/x"}),
+            )
+            .await,
+    );
+    assert_eq!(off["code"], -32003);
+    result(
+        &acme
+            .call(&acme.alice(), "CancelTask", json!({"id": id}))
+            .await,
+    );
+}
