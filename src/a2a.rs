@@ -23,9 +23,6 @@
 //! `mcp::Dispatcher` exactly as MCP `tools/call` does (catalog, validation, translation,
 //! invoke, correlation, audit).
 
-// Wired in the commits that follow; nothing here stays dead.
-#![allow(dead_code, unused_imports)] // FIXME remove
-
 pub(crate) mod agent;
 pub(crate) mod card;
 pub(crate) mod error;

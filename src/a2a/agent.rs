@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode};
-use serde_json::Value;
 
 use super::card::{self, CardContext};
 use super::methods::{self, Answer, Fail};
@@ -95,7 +94,6 @@ impl std::fmt::Debug for Agent {
 /// One call on the JSON-RPC endpoint, as the method table sees it.
 pub(crate) struct Call<'a> {
     pub agent: &'a Arc<Agent>,
-    pub target: &'a Target<'a>,
     pub admitted: &'a Admitted,
     pub owner: Owner,
     pub version: Version,
@@ -183,7 +181,6 @@ impl Agent {
         self: &Arc<Self>,
         parts: &Parts,
         body: B,
-        target: &Target<'_>,
         admitted: Admitted,
     ) -> Result<Response<Body>, Error>
     where
@@ -246,7 +243,6 @@ impl Agent {
         };
         let call = Call {
             agent: self,
-            target,
             admitted: &admitted,
             owner,
             version,
@@ -370,11 +366,6 @@ fn call_type(method: &str) -> CallType {
 /// A JSON-RPC answer on 200.
 fn json_answer(bytes: Bytes) -> Response<Body> {
     response::json(StatusCode::OK, bytes)
-}
-
-/// The value of the request's params member `name` as a string, when it is one.
-pub(crate) fn str_member<'v>(params: &'v Value, name: &str) -> Option<&'v str> {
-    params.get(name).and_then(Value::as_str)
 }
 
 impl From<&A2aSettings> for super::store::TaskStoreConfig {

@@ -45,16 +45,22 @@ pub(crate) enum A2aError {
     /// An operation the task's state or this agent does not allow.
     #[error("{0}")]
     UnsupportedOperation(Cow<'static, str>),
-    /// A part's media type the agent does not accept.
+    /// None of the output media types the client accepts is one the agent produces.
     #[error("Content type not supported")]
     ContentTypeNotSupported,
-    /// A remote agent answered with something that is not A2A.
+    /// A remote agent answered with something that is not A2A (the concentrator's relay;
+    /// the runtime's own agent never answers it).
+    #[allow(dead_code)]
     #[error("Invalid agent response")]
     InvalidAgentResponse,
-    /// `GetExtendedAgentCard` where none is configured.
+    /// `GetExtendedAgentCard` where none is configured (a relayed remote agent without one;
+    /// every client application's own agent has one).
+    #[allow(dead_code)]
     #[error("Extended agent card not configured")]
     ExtendedCardNotConfigured,
-    /// The request needs an extension the client did not declare.
+    /// The request needs an extension the client did not declare (a relayed remote agent's;
+    /// the runtime's own extension is optional).
+    #[allow(dead_code)]
     #[error("Extension support required: {0}")]
     ExtensionSupportRequired(String),
     /// An `A2A-Version` this runtime does not speak.

@@ -151,6 +151,32 @@ struct SendConfiguration {
     history_length: Option<usize>,
     #[serde(default)]
     task_push_notification_config: Option<Value>,
+    #[serde(default)]
+    accepted_output_modes: Vec<String>,
+}
+
+/// The media types the runtime's agent answers with (the card's `defaultOutputModes`).
+const OUTPUT_MODES: [&str; 2] = ["application/json", "text/plain"];
+
+/// Whether the client accepts what the agent produces: no list accepts anything; a listed
+/// type matches exactly (case-insensitive, parameters ignored) or by `*/*` / `type/*`.
+fn accepts_output(accepted: &[String]) -> bool {
+    accepted.is_empty()
+        || accepted.iter().any(|mode| {
+            let mode = mode
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            OUTPUT_MODES.iter().any(|ours| {
+                mode == *ours
+                    || mode == "*/*"
+                    || mode
+                        .strip_suffix("/*")
+                        .is_some_and(|kind| ours.split('/').next() == Some(kind))
+            })
+        })
 }
 
 async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer, Fail> {
@@ -160,6 +186,9 @@ async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer,
         metadata,
     } = read(params)?;
     let configuration = configuration.unwrap_or_default();
+    if !accepts_output(&configuration.accepted_output_modes) {
+        return Err(A2aError::ContentTypeNotSupported.into());
+    }
     if message.message_id.is_empty() {
         return Err(A2aError::InvalidParams("message.messageId is required".into()).into());
     }
@@ -577,6 +606,27 @@ async fn delete_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
         .delete_push(&call.owner, &params.task_id, &id)
         .await?;
     Ok(Answer::Value(Value::Null))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_modes_match_exactly_or_by_wildcard() {
+        let modes = |list: &[&str]| list.iter().map(|m| (*m).to_owned()).collect::<Vec<_>>();
+        assert!(accepts_output(&[]));
+        assert!(accepts_output(&modes(&["application/json"])));
+        assert!(accepts_output(&modes(&["Text/Plain; charset=utf-8"])));
+        assert!(accepts_output(&modes(&["image/png", "text/*"])));
+        assert!(accepts_output(&modes(&["*/*"])));
+        assert!(!accepts_output(&modes(&["image/png"])));
+        assert!(!accepts_output(&modes(&["audio/*"])));
+        let id = new_id();
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "4", "{id}");
+        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"), "{id}");
+    }
 }
 
 impl super::agent::Agent {

@@ -32,7 +32,7 @@ mod tests;
 
 use std::fmt;
 use std::hash::BuildHasher;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -228,6 +228,7 @@ impl PushRefusal {
 /// and no user information or fragment, bounded lengths, no control characters in the token,
 /// scheme and credentials, the scheme an RFC 9110 token. An IP-literal host that is not public
 /// is refused here already unless allowlisted; a host name is checked by [`resolve_checked`].
+#[cfg(test)]
 pub(crate) fn validate(config: &PushConfig, policy: &PushPolicy) -> Result<(), PushRefusal> {
     check(config, policy).map(drop)
 }
@@ -434,6 +435,7 @@ fn is_tchar(b: u8) -> bool {
 /// public unless the tenant allowlists the host: one non-public address refuses the host
 /// ([`PushRefusal::NonPublicAddress`]), so a name cannot mix a public address with an internal
 /// one. At most a few addresses are returned, each once, in the resolver's order.
+#[cfg(test)]
 pub(crate) async fn resolve_checked(
     host: &str,
     port: u16,

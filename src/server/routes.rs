@@ -168,7 +168,7 @@ async fn answer(
                 }
             };
             admitted.external = external;
-            state.a2a.rpc(parts, body, &target, admitted).await
+            state.a2a.rpc(parts, body, admitted).await
         }
         Route::A2aCard(target) => state.a2a.card(parts, &target),
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),

@@ -1174,3 +1174,24 @@ async fn push_can_be_turned_off() {
             .await,
     );
 }
+
+#[tokio::test]
+async fn a_client_that_accepts_none_of_the_agents_output_modes_gets_32005() {
+    let demo = demo().await;
+    let refused = error(
+        &call(
+            demo.addr,
+            A2A,
+            &[],
+            &request(
+                1,
+                "SendMessage",
+                json!({"message": tool_message("get_customer", json!({"id": "c-100"})),
+                       "configuration": {"acceptedOutputModes": ["image/png"]}}),
+            ),
+        )
+        .await,
+    );
+    assert_eq!(refused["code"], -32005, "{refused}");
+    assert_eq!(refused["data"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
+}

@@ -14,7 +14,7 @@
 //! an audit record or an error.
 
 use std::error::Error as StdError;
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
