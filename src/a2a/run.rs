@@ -1,5 +1,5 @@
 //! The task runner: one spawned job per task, turning the message's tool call into task events
-//! (`protocol/a2a.md` §11 of the runtime's design: how a message reaches a tool).
+//! (how a message reaches a tool: `tool.rs`).
 //!
 //! `WORKING` is recorded before the send is answered; then the job runs the call through
 //! `tool.rs` (the MCP `tools/call` path) and records the result artifact and the final state:
