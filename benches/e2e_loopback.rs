@@ -6,7 +6,9 @@
 //! in a 2025-11-25 session (initialize and `notifications/initialized` once per connection,
 //! then `Mcp-Session-Id` and `MCP-Protocol-Version` on every request, SSE answers); and the
 //! stateless era (2026-07-28 `_meta` envelope and headers): `server/discover` (2026-07-28
-//! removed `ping`; this is its lightest request) and `tools/list`. Each cell (workload ×
+//! removed `ping`; this is its lightest request) and `tools/list`; and A2A `SendMessage` running
+//! `get_customer` (blocking, the completed task as JSON), whose server CPU per request against
+//! `get_customer` over MCP is the A2A envelope's cost. Each cell (workload ×
 //! connections) runs a warm-up and a counted window; rounds repeat every cell and the table
 //! gives medians, the ratio of req/s to the baseline's at the same connection count, and the
 //! server's CPU time per request (from `/proc/self/task/*/schedstat`) against the baseline's,
@@ -163,10 +165,13 @@ enum Workload {
     /// `tools/call get_customer` in the stateless era, with the full header trio (`Mcp-Name`
     /// too). Not in the default set.
     StatelessGetCustomer,
+    /// A2A `SendMessage` running `get_customer` (blocking, answered as JSON with the completed
+    /// task), to set the A2A envelope's cost against [`Workload::GetCustomer`].
+    A2aGetCustomer,
 }
 
 impl Workload {
-    const ALL: [Workload; 8] = [
+    const ALL: [Workload; 9] = [
         Workload::Hyper,
         Workload::HyperCl,
         Workload::Ping,
@@ -175,9 +180,10 @@ impl Workload {
         Workload::StatelessDiscover,
         Workload::StatelessToolsList,
         Workload::StatelessGetCustomer,
+        Workload::A2aGetCustomer,
     ];
     /// What a run measures unless `E2E_WORKLOADS` says otherwise.
-    const DEFAULT: [Workload; 7] = [
+    const DEFAULT: [Workload; 8] = [
         Workload::Hyper,
         Workload::HyperCl,
         Workload::Ping,
@@ -185,6 +191,7 @@ impl Workload {
         Workload::GetCustomer,
         Workload::StatelessDiscover,
         Workload::StatelessToolsList,
+        Workload::A2aGetCustomer,
     ];
 
     fn name(self) -> &'static str {
@@ -197,6 +204,7 @@ impl Workload {
             Workload::StatelessDiscover => "sl_discover",
             Workload::StatelessToolsList => "sl_tools_list",
             Workload::StatelessGetCustomer => "sl_get_customer",
+            Workload::A2aGetCustomer => "a2a_get_customer",
         }
     }
 
@@ -234,6 +242,7 @@ impl Workload {
             Workload::ToolsList | Workload::StatelessToolsList => "tools/list",
             Workload::GetCustomer | Workload::StatelessGetCustomer => "tools/call",
             Workload::StatelessDiscover => "server/discover",
+            Workload::A2aGetCustomer => "SendMessage",
         }
     }
 
@@ -255,6 +264,9 @@ impl Workload {
             ),
             Workload::StatelessGetCustomer => format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_customer","arguments":{{"id":"c-100"}},"_meta":{STATELESS_META}}}}}"#
+            ),
+            Workload::A2aGetCustomer => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"SendMessage","params":{{"message":{{"messageId":"m{id}","role":"ROLE_USER","parts":[{{"data":{{"tool":"get_customer","arguments":{{"id":"c-100"}}}}}}]}}}}}}"#
             ),
         }
     }
@@ -284,6 +296,7 @@ impl Workload {
                 r#""name":"Ada Lovelace""#,
                 r#""isError":false"#,
             ],
+            Workload::A2aGetCustomer => &[r#""TASK_STATE_COMPLETED""#, r#""name":"Ada Lovelace""#],
         }
     }
 }
@@ -306,11 +319,17 @@ fn check_answer(
     if status != StatusCode::OK {
         return fail("status is not 200");
     }
-    if content_type.is_none_or(|v| v.as_bytes() != b"text/event-stream") {
-        return fail("content type is not text/event-stream");
-    }
-    if !has(b"event: message\n") || !body.ends_with(b"\n\n") {
-        return fail("no complete `event: message` frame");
+    if workload == Workload::A2aGetCustomer {
+        if content_type.is_none_or(|v| v.as_bytes() != b"application/json") {
+            return fail("content type is not application/json");
+        }
+    } else {
+        if content_type.is_none_or(|v| v.as_bytes() != b"text/event-stream") {
+            return fail("content type is not text/event-stream");
+        }
+        if !has(b"event: message\n") || !body.ends_with(b"\n\n") {
+            return fail("no complete `event: message` frame");
+        }
     }
     if !workload.is_baseline() {
         let mut needle = [0u8; 48];
@@ -353,7 +372,10 @@ fn start_servers(server_rt: &Runtime, api_rt: &Runtime) -> (Addrs, oneshot::Send
     let text = sluice::demo::config_text(&api_base);
     let config = sluice::config::parse(&text, "demo").expect("demo config parses");
     let catalog = Arc::new(Catalog::from_config(&config).expect("demo config is valid"));
-    let serve_config = sluice::ServeConfig::from_catalog(catalog);
+    let mut serve_config = sluice::ServeConfig::from_catalog(catalog);
+    // Every A2A request leaves a task behind: room for a whole run's, gone soon after.
+    serve_config.a2a.max_tasks_per_tenant = 50_000_000;
+    serve_config.a2a.task_retain_secs = 5;
 
     let (sluice_listener, hyper_listener, hyper_cl_listener) = server_rt.block_on(async {
         (
@@ -590,6 +612,11 @@ fn workload_request(
         if workload == Workload::StatelessGetCustomer {
             builder = builder.header("mcp-name", "get_customer");
         }
+    }
+    if workload == Workload::A2aGetCustomer {
+        builder = builder
+            .uri("/runtime/demo/agent/a2a")
+            .header("a2a-version", "1.0");
     }
     builder
         .body(Full::new(Bytes::from(workload.body(id))))

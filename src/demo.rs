@@ -43,6 +43,22 @@ HANDLE=$(curl -s $BOS $H -H "authorization: Bearer $KEY" -d '{"jsonrpc":"2.0","i
 curl -s $BOS $H -H "authorization: Bearer $KEY" -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bos_list_tools","arguments":{"context_handle":"'"$HANDLE"'"}}}'
 curl -N $BOS $H -H "authorization: Bearer $KEY" -d '{"jsonrpc":"2.0","id":"search-1","method":"tools/call","params":{"name":"bos_execute","arguments":{"context_handle":"'"$HANDLE"'","tool_name":"find_people","arguments":{"query":"a"}},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"experimental":{"bos/source-results/v1":{}}}}}}'"#;
 
+/// The copy-pasteable A2A session of the banner (`{a2a}`: the agent's JSON-RPC endpoint): the
+/// public agent card, a blocking `SendMessage` that runs `get_customer`, then a
+/// `SendStreamingMessage` whose federated `find_people` streams each source's pages as artifact
+/// updates before the merged result. Runs as it stands in `sh`.
+const A2A_SESSION: &str = r#"A2A={a2a}
+J='-H content-type:application/json -H a2a-version:1.0'
+curl -s -w '\n' $A2A/.well-known/agent-card.json
+curl -s -w '\n' $A2A $J -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"tool":"get_customer","arguments":{"id":"c-100"}}}]}}}'
+curl -N $A2A $J -H accept:text/event-stream -d '{"jsonrpc":"2.0","id":2,"method":"SendStreamingMessage","params":{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"data":{"tool":"find_people","arguments":{"query":"a"}}}]}}}'"#;
+
+/// The A2A session of the banner for a demo listening on `addr`: shell lines that run as they
+/// stand (the integration tests run them with `sh`).
+pub fn a2a_session(addr: std::net::SocketAddr) -> String {
+    A2A_SESSION.replace("{a2a}", &format!("http://{addr}/runtime/demo/agent/a2a"))
+}
+
 /// The BOS platform session of the banner for a demo listening on `addr`: shell lines that run
 /// as they stand (the integration tests run them with `sh`).
 pub fn bos_session(addr: std::net::SocketAddr) -> String {
@@ -57,12 +73,14 @@ pub fn banner(addr: std::net::SocketAddr) -> String {
     let base = format!("http://{addr}/runtime/demo/agent");
     let session = MCP_SESSION.replace("{mcp}", &format!("{base}/mcp"));
     let bos = bos_session(addr);
+    let a2a = a2a_session(addr);
     format!(
         "sluice demo is listening on http://{addr}\n\
          \n\
          MCP endpoint (Streamable HTTP):  {base}/mcp\n\
          Legacy HTTP+SSE (2024-11-05):    {base}/sse\n\
          REST tools:                      {base}/tools\n\
+         A2A agent (JSON-RPC, 1.0 + 0.3): {base}/a2a\n\
          \n\
          {session}\n\
          \n\
@@ -81,6 +99,10 @@ pub fn banner(addr: std::net::SocketAddr) -> String {
          The same read through the BOS platform endpoint: the demo key's contexts, the tools of\n\
          its context, then bos_execute streaming find_people inside the identity envelope:\n\
          {bos}\n\
+         \n\
+         The same client application as an A2A agent: its card, a task running get_customer, then\n\
+         a streamed task whose federated find_people sends each source's pages as artifacts:\n\
+         {a2a}\n\
          \n\
          Authentication: the demo tenant lets anonymous callers in (development only) and checks any\n\
          credential that is presented. With the demo API key, then a wrong one (401 + OAuth challenge):\n\

@@ -101,6 +101,8 @@ pub(crate) struct Call<'a> {
     pub version: Version,
     /// The request id's JSON text.
     pub id: Bytes,
+    /// The tool a send names, for the call's audit record.
+    pub tool: parking_lot::Mutex<Option<String>>,
 }
 
 impl Agent {
@@ -249,6 +251,7 @@ impl Agent {
             owner,
             version,
             id: request.id.clone(),
+            tool: parking_lot::Mutex::new(None),
         };
         let Some(method) = method else {
             let err = A2aError::MethodNotFound(request.method.clone());
@@ -274,7 +277,8 @@ impl Agent {
             Ok(params) => methods::call(&call, method, params).await,
             Err(err) => Err(Fail::A2a(err)),
         };
-        self.finish(&call, method, started, &outcome, None);
+        let tool = call.tool.lock().take();
+        self.finish(&call, method, started, &outcome, tool.as_deref());
         match outcome {
             Ok(Answer::Value(value)) => {
                 let value = if version.is_v1() {

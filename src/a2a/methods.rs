@@ -170,6 +170,7 @@ async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer,
     // The called tool's own scope is the caller's authorization, checked before anything is
     // stored (403 `insufficient_scope`, as on MCP and REST).
     if let Ok(tool_call) = tool::read_call(&message) {
+        *call.tool.lock() = Some(tool_call.name.clone());
         let view = &call.admitted.view;
         let scope = view
             .tool(&tool_call.name)

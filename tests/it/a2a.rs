@@ -439,7 +439,7 @@ async fn a_federated_read_streams_source_pages_then_the_merged_result() {
         &request(
             7,
             "SendStreamingMessage",
-            json!({"message": tool_message("find_people", json!({"name": "a"}))}),
+            json!({"message": tool_message("find_people", json!({"query": "a"}))}),
         ),
     )
     .await;
@@ -891,4 +891,128 @@ async fn a2a_calls_are_counted_by_method_and_outcome() {
         "{text}"
     );
     assert!(!text.contains("nope"));
+}
+
+// === 0.3 on the same endpoint ===
+
+/// POSTs without `A2A-Version`: a 0.3 request.
+async fn call_v03(addr: SocketAddr, body: &str) -> support::Reply {
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    support::send(
+        addr,
+        support::request(addr, Method::POST, A2A, &headers, body),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_request_without_a2a_version_speaks_0_3_through_the_translation() {
+    let demo = demo().await;
+    let message = json!({"kind": "message", "messageId": "m03", "role": "user",
+        "parts": [{"kind": "data", "data": {"tool": "get_customer", "arguments": {"id": "c-100"}}}]});
+    let task = result(
+        &call_v03(
+            demo.addr,
+            &request(1, "message/send", json!({"message": message})),
+        )
+        .await,
+    );
+    assert_eq!(task["kind"], "task", "{task}");
+    assert_eq!(task["status"]["state"], "completed", "{task}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["kind"], "data");
+    assert_eq!(task["artifacts"][0]["parts"][0]["data"]["id"], "c-100");
+    assert_eq!(task["history"][0]["role"], "user");
+    let id = task["id"].as_str().expect("id");
+    let got = result(&call_v03(demo.addr, &request(2, "tasks/get", json!({"id": id}))).await);
+    assert_eq!(got["status"]["state"], "completed");
+    // 0.3 errors carry no 1.0 ErrorInfo array.
+    let missing =
+        error(&call_v03(demo.addr, &request(3, "tasks/get", json!({"id": "nope"}))).await);
+    assert_eq!(missing["code"], -32001);
+    assert!(!missing["data"].is_array(), "{missing}");
+    // The stream: kind discriminators, and final: true on the last status event only.
+    let message = json!({"kind": "message", "messageId": "m04", "role": "user",
+        "parts": [{"kind": "text", "text": r#"{"tool": "get_customer", "arguments": {"id": "c-100"}}"#}]});
+    let reply = call_v03(
+        demo.addr,
+        &request(4, "message/stream", json!({"message": message})),
+    )
+    .await;
+    let events: Vec<Value> = reply
+        .messages()
+        .into_iter()
+        .map(|e| e["result"].clone())
+        .collect();
+    assert_eq!(events[0]["kind"], "task", "{events:?}");
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert!(kinds.contains(&"artifact-update"), "{kinds:?}");
+    let last = events.last().expect("a last event");
+    assert_eq!(last["kind"], "status-update");
+    assert_eq!(last["final"], true);
+    assert_eq!(last["status"]["state"], "completed");
+    assert!(events[..events.len() - 1]
+        .iter()
+        .all(|e| e.get("final").is_none_or(|f| f == false)));
+    // The card carries the 0.3 members too.
+    let card = support::send(
+        demo.addr,
+        support::request(demo.addr, Method::GET, CARD, &[], ""),
+    )
+    .await
+    .json();
+    assert_eq!(card["protocolVersion"], "0.3.0", "{card}");
+    assert_eq!(card["url"], demo.url(A2A).as_str());
+}
+
+#[tokio::test]
+async fn a2a_calls_are_audited_with_their_call_type_and_a_foreign_task_read_is_recorded() {
+    let dir = support::TempDir::new("a2a-audit");
+    let path = dir.join("audit.jsonl");
+    let acme = Acme::start(&format!(
+        "[server.audit]\nsink = \"file\"\npath = \"{}\"\nwhen_full = \"block\"\n",
+        path.display()
+    ))
+    .await;
+    let (id, _) = acme.slow_task().await;
+    error(&acme.call(&acme.bob(), "GetTask", json!({"id": id})).await);
+    result(
+        &acme
+            .call(&acme.alice(), "CancelTask", json!({"id": id}))
+            .await,
+    );
+    let deadline = tokio::time::Instant::now() + GUARD;
+    let records = loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let records: Vec<Value> = text
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        if records.iter().filter(|r| r["surface"] == "a2a").count() >= 4 {
+            break records;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let send = records
+        .iter()
+        .find(|r| r["call_type"] == "a2a_message")
+        .expect("the send's record");
+    assert_eq!(send["tool"], "slow", "{send}");
+    assert_eq!(send["caller"], "apikey:alice");
+    let foreign = records
+        .iter()
+        .find(|r| r["call_type"] == "a2a_task" && r["caller"] == "apikey:bob")
+        .expect("bob's refused read");
+    assert_eq!(foreign["outcome"], "error", "{foreign}");
+    assert_eq!(foreign["error_code"], "-32001");
+    // The tool call itself is audited by the MCP path, on the A2A surface.
+    assert!(
+        records
+            .iter()
+            .any(|r| r["call_type"] == "tool_call" && r["surface"] == "a2a" && r["tool"] == "slow"),
+        "{records:?}"
+    );
 }
