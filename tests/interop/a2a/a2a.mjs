@@ -2,7 +2,8 @@
 // independent client of a running sluice (Node >= 20). Run by tests/interop/a2a/run.sh, which
 // copies this file next to the installed node_modules.
 //
-// Checks: card resolution through the SDK's resolver and ClientFactory, a blocking SendMessage
+// Checks: card resolution through the SDK's resolver and ClientFactory (and the SDK's typed view of
+// the card's security schemes), a blocking SendMessage
 // running get_customer, the order of a SendStreamingMessage stream, cancel (and cancel again:
 // TaskNotCancelable), and one 0.3 call through the SDK's legacy JSON-RPC transport
 // (`legacyCompat`) picked from the card's 0.3 interface. Each check prints `PASS name` or
@@ -175,6 +176,19 @@ await check('js: card resolution (resolver + ClientFactory pick the JSONRPC 1.0 
   const client = await factory().createFromUrl(`${AGENT_URL}/`);
   expect(client.protocolVersion === '1.0', `the client speaks ${client.protocolVersion}`);
   state.client = client;
+});
+
+await check('js: the resolver takes the card for a 1.0 (ProtoJSON) card: typed security schemes', async () => {
+  // DefaultAgentCardResolver parses a card with AgentCard.fromJSON only when it looks like
+  // ProtoJSON; a security scheme carrying a 0.3 `type` member makes it keep the raw JSON, and the
+  // SDK's typed view (`scheme.$case`) of the schemes is then empty.
+  expect(state.card, 'no card');
+  const scheme = state.card.securitySchemes?.apiKey?.scheme;
+  expect(
+    scheme?.$case === 'httpAuthSecurityScheme' && scheme.value?.scheme === 'Bearer',
+    `securitySchemes.apiKey.scheme is ${JSON.stringify(scheme)}, not the SDK's typed HTTP bearer scheme ` +
+      `(the card's first scheme: ${JSON.stringify(Object.values(state.card.securitySchemes ?? {})[0])?.slice(0, 300)})`,
+  );
 });
 
 if (!state.client) {

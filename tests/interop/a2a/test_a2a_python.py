@@ -21,7 +21,6 @@ A2A_VERBOSE=1 (tracebacks for failed checks).
 
 import asyncio
 import collections
-import copy
 import json
 import os
 import sys
@@ -34,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types.a2a_pb2 import (
     AgentCard,
     AgentInterface,
@@ -427,7 +426,7 @@ async def resolve_card(base):
 # === the checks ===
 
 
-def card_checks(suite, state):
+def card_checks(state):
     async def resolves():
         card = await resolve_card(BASE)
         state["card"] = card
@@ -473,12 +472,11 @@ def card_checks(suite, state):
         expect(schemas, f"no tool-schemas extension on the extended card: {extensions}")
         expect("get_customer" in schemas.get("params", {}), f"no get_customer schema: {schemas}")
 
-    suite_checks = [
+    return [
         ("card: the SDK's resolver reads the card (interface, capabilities, skills, security)", resolves),
         ("card: ETag and Cache-Control; If-None-Match answers 304", revalidates),
         ("card: GetExtendedAgentCard adds the skills' input schemas", extended),
     ]
-    return suite_checks
 
 
 def task_checks(mode, state, receiver):
@@ -796,9 +794,9 @@ def v1_only_checks(state):
             await alice.close()
 
     async def integer_arguments():
-        # A data part is a google.protobuf.Value: the SDK sends {"ms": 300} as {"ms": 300.0}. JSON
-        # Schema (2020-12, Validation §6.1.1 and Core §4.2.2) counts a number with a zero fractional
-        # part as an integer, so the `integer` argument must accept it.
+        # A data part is a google.protobuf.Value, whose numbers are doubles: the SDK sends
+        # {"ms": 300} as {"ms": 300.0}. JSON Schema 2020-12 (Validation §6.1.1: "integer" matches
+        # any number with a zero fractional part) makes that a valid `integer` argument.
         alice = peer()
         try:
             task = as_dict(await alice.send(send_request(tool_message("slow", {"ms": 300}))))
@@ -1003,7 +1001,7 @@ async def main():
     state = {}
     receiver = Receiver()
     try:
-        for name, fn in card_checks(suite, state):
+        for name, fn in card_checks(state):
             await suite.check(name, fn)
         if "card" not in state:
             print("FAIL   the card could not be resolved: no client can be built", flush=True)
