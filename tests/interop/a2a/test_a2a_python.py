@@ -623,7 +623,20 @@ def task_checks(mode, state, receiver):
             expect(headers.get("x-a2a-notification-token") == f"tok-{mode}", f"X-A2A-Notification-Token {headers.get('x-a2a-notification-token')!r}")
             kind = _delivery_kind(post["body"])
             expect(kind is not None, f"a delivery that is no StreamResponse: {post['body']}")
+        state[f"push_posts_{mode}"] = posts
         state.setdefault("notes", []).append(f"{mode} push deliveries: {[_delivery_kind(p['body']) for p in posts]}")
+
+    async def push_shape_03():
+        # A webhook registered by a 0.3 client expects 0.3 bodies: both SDKs' 0.3 senders post the
+        # task (or event) in 0.3 shape, `kind` and lowercase states (a2a-js
+        # V03PushNotificationSerializer; a2a-python 0.x BasePushNotificationSender).
+        posts = state.get("push_posts_0.3")
+        expect(posts, "no deliveries to look at (the 0.3 push check failed)")
+        shapes = [_delivery_kind(p["body"]) for p in posts]
+        expect(all(str(kind).startswith("0.3 ") for kind in shapes), f"deliveries to a 0.3 config are {shapes}")
+        for post in posts:
+            state_name = (post["body"].get("status") or {}).get("state")
+            expect(state_name is None or not state_name.startswith("TASK_STATE_"), f"a 1.0 state in a 0.3 body: {post['body']}")
 
     async def push_crud():
         alice = peer()
@@ -717,7 +730,18 @@ def task_checks(mode, state, receiver):
             await alice.close()
             await bob.close()
 
-    return [
+    async def extended_card():
+        alice = peer()
+        try:
+            async with alice.client() as client:
+                card = as_dict(await client.get_extended_agent_card(GetExtendedAgentCardRequest()))
+        finally:
+            await alice.close()
+        extensions = card.get("capabilities", {}).get("extensions", [])
+        expect(any("tool-schemas" in e.get("uri", "") for e in extensions), f"no tool-schemas extension: {extensions}")
+        expect(sorted(s["id"] for s in card.get("skills", [])) == ["fail", "get_customer", "slow"], "skills differ")
+
+    checks = [
         (label + "blocking SendMessage runs get_customer: COMPLETED, artifact `result` with the data", blocking),
         (label + "returnImmediately answers a running task; GetTask polls it to COMPLETED", polling),
         (label + "streaming: the Task first, WORKING, the artifact, COMPLETED last", streaming),
@@ -728,6 +752,11 @@ def task_checks(mode, state, receiver):
         (label + "push config CRUD: create, get, list, delete twice; refused host; foreign task", push_crud),
         (label + "isolation: bob cannot get, cancel, subscribe to, follow up or read configs of alice's task", isolation),
     ]
+    if mode == "0.3":
+        # 1.0's GetExtendedAgentCard is a card check; this is its 0.3 name through the compat transport.
+        checks.append((label + "agent/getAuthenticatedExtendedCard answers the extended card", extended_card))
+        checks.append((label + "push: deliveries to a config registered in 0.3 carry 0.3 bodies (kind, lowercase states)", push_shape_03))
+    return checks
 
 
 def _delivery_kind(body):
