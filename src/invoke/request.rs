@@ -200,6 +200,15 @@ fn push_text(out: &mut String, value: &Value<'_>) {
         Value::Static(StaticNode::U64(n)) => {
             let _ = write!(out, "{n}");
         }
+        // An integral double (`300.0`, accepted for an integer field) is written as the integer
+        // it is: `/orders/300`, not `/orders/300.0`.
+        Value::Static(StaticNode::F64(f)) if super::translate::integral(*f).is_some() => {
+            let _ = write!(
+                out,
+                "{}",
+                super::translate::integral(*f).unwrap_or_default()
+            );
+        }
         // Floats (and anything else; types are checked before this point) as JSON.
         other => {
             let mut buf = BytesMut::new();
@@ -405,6 +414,20 @@ mod tests {
             &p,
             r#"{"customer":{"id":7},"period":{"from":"x"},"regions":["n",1]}"#,
             "error: Invalid argument 'regions[*]': expected a string.",
+        );
+    }
+
+    #[test]
+    fn integral_doubles_are_written_as_integers_in_the_url() {
+        let p = plan(
+            "GET",
+            "http://h/orders/{id}",
+            vec![rule("id", "id", I, Path), rule("page", "page", I, Query)],
+        );
+        check(
+            &p,
+            r#"{"id":300.0,"page":2.0}"#,
+            r#"GET http://h/orders/300?page=2 | x-api=k1,accept=application/json | "#,
         );
     }
 

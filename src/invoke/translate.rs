@@ -257,11 +257,23 @@ fn type_ok(ty: FieldType, value: &Value<'_>) -> bool {
         (FieldType::Array, Value::Array(_)) => true,
         (FieldType::Boolean, Value::Static(StaticNode::Bool(_))) => true,
         (FieldType::Integer, Value::Static(StaticNode::I64(_) | StaticNode::U64(_))) => true,
+        // "An integer is a number with a zero fractional part" (JSON Schema 2020-12, Validation
+        // §6.1.1): `300.0` is one. Clients that carry JSON through protobuf `Value` (the A2A
+        // Python SDK) send every number as a double.
+        (FieldType::Integer, Value::Static(StaticNode::F64(f))) => integral(*f).is_some(),
         (FieldType::Number, Value::Static(s)) => {
             !matches!(s, StaticNode::Bool(_) | StaticNode::Null)
         }
         _ => false,
     }
+}
+
+/// The integer a double stands for, when it has no fractional part and is exactly
+/// representable (|f| ≤ 2^53).
+pub(crate) fn integral(f: f64) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    // In range, so the cast is exact.
+    (f.is_finite() && f.fract() == 0.0 && f.abs() <= EXACT).then_some(f as i64)
 }
 
 fn check_type(ty: FieldType, items: FieldType, value: &Value<'_>) -> Result<(), ArgumentProblem> {
@@ -602,6 +614,17 @@ mod tests {
         check(
             &p,
             r#"{"customer":{"name":"a"},"count":"1"}"#,
+            Err("Invalid argument 'count': expected an integer."),
+        );
+        // A number with a zero fractional part is an integer (JSON Schema 2020-12 §6.1.1).
+        check(
+            &p,
+            r#"{"customer":{"name":"a"},"count":300.0}"#,
+            Ok(r#"{"client":{"name":"a"},"n":300.0}"#),
+        );
+        check(
+            &p,
+            r#"{"customer":{"name":"a"},"count":1e300}"#,
             Err("Invalid argument 'count': expected an integer."),
         );
         check(
