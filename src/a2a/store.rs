@@ -4,8 +4,14 @@
 //!
 //! Callers use the [`TaskStore`] front, an enum over the implementations with inherent async
 //! methods (the shape of `crate::session::Sessions`). `local.rs` keeps everything in this
-//! process. Every read and write is scoped by an [`Owner`]: another owner's task reads exactly
-//! like a missing one, so ids cannot be probed.
+//! process; `redis.rs` (+ `redis/`) keeps it in Redis, so that with `[cluster]` configured any
+//! instance answers `GetTask`, `ListTasks`, `CancelTask` and `SubscribeToTask` for a task
+//! running on another. Every read and write is scoped by an [`Owner`]: another owner's task
+//! reads exactly like a missing one, so ids cannot be probed.
+//!
+//! [`Subscription`] and [`CancelSignal`] hold either implementation's feed and signal behind
+//! the same methods; the `ListTasks` filters and the page cursor are here, shared by both, so
+//! both page identically.
 //!
 //! Must not know HTTP, JSON-RPC envelopes or how a task is run; it only records what the
 //! runner reports (`Task::apply` in `model.rs` is the one place an event changes a snapshot).
@@ -13,15 +19,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine;
 use bytes::Bytes;
 
 use super::model::{StreamResponse, Task, TaskState};
 
 mod local;
+mod redis;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use local::{CancelSignal, LocalTasks, Subscription};
+pub(crate) use local::LocalTasks;
+pub(crate) use redis::RedisTasks;
 
 /// Who a task belongs to: the tenant, its client application and the authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +151,7 @@ pub(crate) enum StoreError {
 #[derive(Debug)]
 pub(crate) enum TaskStore {
     Local(LocalTasks),
+    Redis(RedisTasks),
 }
 
 impl TaskStore {
@@ -150,10 +160,25 @@ impl TaskStore {
         TaskStore::Local(LocalTasks::new(config))
     }
 
+    /// A store in Redis shared by every instance configured with the same prefix: `connection`
+    /// and `namespace` come from `RedisConfig::shared`, every command is bounded by
+    /// `command_timeout`. Answers a `PING` first, so an unreachable Redis refuses the start.
+    pub(crate) async fn redis(
+        connection: ::redis::aio::ConnectionManager,
+        namespace: String,
+        command_timeout: Duration,
+        config: TaskStoreConfig,
+    ) -> Result<TaskStore, StoreError> {
+        let store = RedisTasks::new(connection, namespace, command_timeout, config);
+        store.ping().await?;
+        Ok(TaskStore::Redis(store))
+    }
+
     /// Stores a new task; its first event is the snapshot itself (version 1).
     pub(crate) async fn create(&self, owner: &Owner, task: &Task) -> Result<u64, StoreError> {
         match self {
             TaskStore::Local(store) => store.create(owner, task),
+            TaskStore::Redis(store) => store.create(owner, task).await,
         }
     }
 
@@ -165,6 +190,7 @@ impl TaskStore {
     ) -> Result<Option<StoredTask>, StoreError> {
         match self {
             TaskStore::Local(store) => Ok(store.get(owner, id)),
+            TaskStore::Redis(store) => store.get(owner, id).await,
         }
     }
 
@@ -177,6 +203,7 @@ impl TaskStore {
     ) -> Result<Appended, StoreError> {
         match self {
             TaskStore::Local(store) => Ok(store.append(owner, id, event)),
+            TaskStore::Redis(store) => store.append(owner, id, event).await,
         }
     }
 
@@ -189,13 +216,16 @@ impl TaskStore {
     ) -> Result<CancelOutcome, StoreError> {
         match self {
             TaskStore::Local(store) => Ok(store.cancel(owner, id)),
+            TaskStore::Redis(store) => store.cancel(owner, id).await,
         }
     }
 
-    /// A future the runner selects on; resolves once the task is canceled (or is gone).
+    /// A future the runner selects on; resolves once the task is canceled (or is gone),
+    /// whichever instance canceled it.
     pub(crate) fn cancelled(&self, owner: &Owner, id: &str) -> CancelSignal {
         match self {
-            TaskStore::Local(store) => store.cancelled(owner, id),
+            TaskStore::Local(store) => CancelSignal::Local(store.cancelled(owner, id)),
+            TaskStore::Redis(store) => CancelSignal::Redis(store.cancelled(owner, id)),
         }
     }
 
@@ -203,6 +233,7 @@ impl TaskStore {
     pub(crate) async fn list(&self, owner: &Owner, q: &ListQuery) -> Result<TaskPage, StoreError> {
         match self {
             TaskStore::Local(store) => store.list(owner, q),
+            TaskStore::Redis(store) => store.list(owner, q).await,
         }
     }
 
@@ -213,7 +244,23 @@ impl TaskStore {
         id: &str,
     ) -> Result<Option<Subscription>, StoreError> {
         match self {
-            TaskStore::Local(store) => Ok(store.subscribe(owner, id)),
+            TaskStore::Local(store) => {
+                Ok(store
+                    .subscribe(owner, id)
+                    .map(|(snapshot, feed)| Subscription {
+                        snapshot,
+                        feed: Feed::Local(feed),
+                    }))
+            }
+            TaskStore::Redis(store) => {
+                Ok(store
+                    .subscribe(owner, id)
+                    .await?
+                    .map(|(snapshot, feed)| Subscription {
+                        snapshot,
+                        feed: Feed::Redis(Box::new(feed)),
+                    }))
+            }
         }
     }
 
@@ -228,6 +275,7 @@ impl TaskStore {
     ) -> Result<bool, StoreError> {
         match self {
             TaskStore::Local(store) => store.put_push(owner, task_id, config_id, json),
+            TaskStore::Redis(store) => store.put_push(owner, task_id, config_id, &json).await,
         }
     }
 
@@ -240,6 +288,7 @@ impl TaskStore {
     ) -> Result<Option<Bytes>, StoreError> {
         match self {
             TaskStore::Local(store) => Ok(store.get_push(owner, task_id, config_id)),
+            TaskStore::Redis(store) => store.get_push(owner, task_id, config_id).await,
         }
     }
 
@@ -251,6 +300,7 @@ impl TaskStore {
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
         match self {
             TaskStore::Local(store) => Ok(store.list_push(owner, task_id)),
+            TaskStore::Redis(store) => store.list_push(owner, task_id).await,
         }
     }
 
@@ -263,6 +313,7 @@ impl TaskStore {
     ) -> Result<bool, StoreError> {
         match self {
             TaskStore::Local(store) => Ok(store.delete_push(owner, task_id, config_id)),
+            TaskStore::Redis(store) => store.delete_push(owner, task_id, config_id).await,
         }
     }
 
@@ -274,28 +325,169 @@ impl TaskStore {
     ) -> Result<Vec<Bytes>, StoreError> {
         match self {
             TaskStore::Local(store) => Ok(store.list_push(owner, task_id).unwrap_or_default()),
+            TaskStore::Redis(store) => {
+                Ok(store.list_push(owner, task_id).await?.unwrap_or_default())
+            }
         }
     }
 
-    /// Tasks held (all tenants).
+    /// Tasks held (all tenants). In Redis: the sum of [`TaskStore::counts`].
     pub(crate) fn len(&self) -> usize {
         match self {
             TaskStore::Local(store) => store.len(),
+            TaskStore::Redis(store) => store.len(),
         }
     }
 
-    /// Tasks held per tenant, for `/metrics`.
+    /// Tasks held per tenant, for `/metrics`. In Redis: the tenants this instance created
+    /// tasks for, as last counted (see `RedisTasks::counts`).
     pub(crate) fn counts(&self) -> Vec<(Arc<str>, usize)> {
         match self {
             TaskStore::Local(store) => store.counts(),
+            TaskStore::Redis(store) => store.counts(),
         }
     }
 
     /// Drops terminal tasks past `retain_terminal` and live ones past `active_ttl`; the
-    /// server janitor calls it. Returns how many went.
+    /// server janitor calls it. Returns how many went. In Redis the key TTLs do the expiry
+    /// (this returns 0) and the call only starts a recount of [`TaskStore::counts`].
     pub(crate) fn sweep(&self, now: tokio::time::Instant) -> usize {
         match self {
             TaskStore::Local(store) => store.sweep(now),
+            TaskStore::Redis(store) => {
+                store.refresh_counts();
+                0
+            }
         }
     }
+}
+
+// === impl Subscription ===
+
+/// A task's snapshot and the events after it: no gap and no duplicate between them.
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    pub snapshot: Task,
+    feed: Feed,
+}
+
+/// Where a subscription's events come from.
+#[derive(Debug)]
+enum Feed {
+    Local(local::LocalFeed),
+    /// Boxed: a Redis feed carries its keys and read position, and a subscription lives
+    /// inside every task stream.
+    Redis(Box<redis::RedisFeed>),
+}
+
+impl Subscription {
+    /// The next event, `None` after one that ends the stream, when the task went, or when
+    /// this subscriber fell behind (the local store's buffer, or Redis trimmed the events it
+    /// had not read yet): it must resubscribe to get a fresh snapshot.
+    pub(crate) async fn next(&mut self) -> Option<StreamResponse> {
+        match &mut self.feed {
+            Feed::Local(feed) => feed.next().await,
+            Feed::Redis(feed) => feed.next().await,
+        }
+    }
+}
+
+// === impl CancelSignal ===
+
+/// Resolves when the task is canceled; also when the task is gone or already canceled.
+#[derive(Debug)]
+pub(crate) enum CancelSignal {
+    Local(local::LocalCancel),
+    Redis(redis::RedisCancel),
+}
+
+impl CancelSignal {
+    pub(crate) async fn wait(self) {
+        match self {
+            CancelSignal::Local(signal) => signal.wait().await,
+            CancelSignal::Redis(signal) => signal.wait().await,
+        }
+    }
+}
+
+// === paging ===
+
+impl ListQuery {
+    /// Whether a task with this context, state and status timestamp passes the filters.
+    fn matches(&self, context_id: &str, state: TaskState, stamp: &str) -> bool {
+        self.context_id.as_deref().is_none_or(|c| c == context_id)
+            && self.state.is_none_or(|s| s == state)
+            && self
+                .status_after
+                .as_deref()
+                .is_none_or(|after| stamp > after)
+    }
+}
+
+/// The page a [`ListQuery`] asks for: its size and where it starts.
+struct Paging {
+    /// `(status timestamp, task id)` of the last task of the previous page.
+    cursor: Option<(String, String)>,
+    page_size: usize,
+}
+
+impl Paging {
+    fn new(q: &ListQuery) -> Result<Self, StoreError> {
+        let cursor = match q.page_token.as_deref() {
+            None | Some("") => None,
+            Some(token) => Some(decode_token(token)?),
+        };
+        let page_size = match q.page_size {
+            0 => DEFAULT_PAGE_SIZE,
+            n => n.min(MAX_PAGE_SIZE),
+        };
+        Ok(Self { cursor, page_size })
+    }
+
+    /// Sorts `matches` (status timestamp, task id, item) newest first, the id breaking ties,
+    /// and cuts this page: its items, the next page's token (empty on the last) and the total.
+    fn page<T>(&self, mut matches: Vec<(String, String, T)>) -> (Vec<T>, String, usize) {
+        matches.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+        let total_size = matches.len();
+        let start = match &self.cursor {
+            None => 0,
+            // The first task strictly after the cursor in this order.
+            Some((stamp, id)) => matches
+                .iter()
+                .position(|(s, i, _)| (s.as_str(), i.as_str()) < (stamp.as_str(), id.as_str()))
+                .unwrap_or(total_size),
+        };
+        let page: Vec<(String, String, T)> = matches
+            .into_iter()
+            .skip(start)
+            .take(self.page_size)
+            .collect();
+        let next_page_token = if start + page.len() < total_size {
+            page.last()
+                .map(|(stamp, id, _)| encode_token(stamp, id))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let items = page.into_iter().map(|(_, _, item)| item).collect();
+        (items, next_page_token, total_size)
+    }
+}
+
+/// The cursor `(status timestamp, task id)` of the last task of a page, as URL-safe base64.
+fn encode_token(stamp: &str, id: &str) -> String {
+    let mut raw = String::with_capacity(stamp.len() + 1 + id.len());
+    raw.push_str(stamp);
+    raw.push('\0');
+    raw.push_str(id);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_token(token: &str) -> Result<(String, String), StoreError> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| StoreError::BadPageToken)?;
+    let raw = String::from_utf8(raw).map_err(|_| StoreError::BadPageToken)?;
+    let (stamp, id) = raw.split_once('\0').ok_or(StoreError::BadPageToken)?;
+    Ok((stamp.to_owned(), id.to_owned()))
 }

@@ -108,6 +108,15 @@ impl RedisConfig {
         format!("sluice:{}:", wire::component(&self.prefix))
     }
 
+    /// A connection manager of its own for `url` and the namespace, for another module that
+    /// keeps its records in the same Redis under the same prefix (the A2A task store).
+    // Used by the tests until the server builds the A2A store from `[cluster]`.
+    #[allow(dead_code)]
+    pub(crate) fn shared(&self) -> RedisResult<(ConnectionManager, String)> {
+        let client = redis::Client::open(self.url.as_str())?;
+        Ok((self.manager(|c| c, client)?, self.namespace()))
+    }
+
     /// A connection manager for `url`: lazy (never blocks here), reconnecting by itself,
     /// every command and connect attempt bounded by the command timeout.
     fn manager(

@@ -12,15 +12,14 @@
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use base64::Engine;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
 use super::{
-    Appended, CancelOutcome, ListQuery, Owner, StoreError, StoredTask, TaskPage, TaskStoreConfig,
-    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
+    Appended, CancelOutcome, ListQuery, Owner, Paging, StoreError, StoredTask, TaskPage,
+    TaskStoreConfig,
 };
 use crate::a2a::model::{
     now_timestamp, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -191,7 +190,7 @@ impl LocalTasks {
         .unwrap_or(CancelOutcome::NotFound)
     }
 
-    pub(crate) fn cancelled(&self, owner: &Owner, id: &str) -> CancelSignal {
+    pub(crate) fn cancelled(&self, owner: &Owner, id: &str) -> LocalCancel {
         let receiver = self.with(owner, id, |entry| {
             if entry.task.status.state == TaskState::Canceled {
                 return None;
@@ -203,12 +202,13 @@ impl LocalTasks {
                     .subscribe(),
             )
         });
-        CancelSignal {
+        LocalCancel {
             receiver: receiver.flatten(),
         }
     }
 
-    pub(crate) fn subscribe(&self, owner: &Owner, id: &str) -> Option<Subscription> {
+    /// The snapshot and the feed of the events after it.
+    pub(crate) fn subscribe(&self, owner: &Owner, id: &str) -> Option<(Task, LocalFeed)> {
         self.with(owner, id, |entry| {
             let snapshot = entry.task.clone();
             let ended = StreamResponse::Task(snapshot.clone()).ends_stream();
@@ -220,11 +220,11 @@ impl LocalTasks {
                     .get_or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0);
                 Some(feed.subscribe())
             };
-            Subscription {
-                snapshot,
+            let feed = LocalFeed {
                 version: entry.version,
                 receiver,
-            }
+            };
+            (snapshot, feed)
         })
     }
 
@@ -277,62 +277,26 @@ impl LocalTasks {
     }
 
     pub(crate) fn list(&self, owner: &Owner, q: &ListQuery) -> Result<TaskPage, StoreError> {
-        let cursor = match q.page_token.as_deref() {
-            None | Some("") => None,
-            Some(token) => Some(decode_token(token)?),
-        };
-        let page_size = match q.page_size {
-            0 => DEFAULT_PAGE_SIZE,
-            n => n.min(MAX_PAGE_SIZE),
-        };
-        // (status timestamp, id, task) of every match; sorted newest first, id breaking ties.
-        let mut matches: Vec<(String, Task)> = Vec::new();
+        let paging = Paging::new(q)?;
+        let mut matches: Vec<(String, String, Task)> = Vec::new();
         for shard in self.tasks.shards() {
             for entry in shard.values() {
                 if *entry.tenant != *owner.tenant || !entry.is_owned_by(owner) {
                     continue;
                 }
                 let task = &entry.task;
-                if q.context_id
-                    .as_deref()
-                    .is_some_and(|c| c != task.context_id)
-                    || q.state.is_some_and(|s| s != task.status.state)
-                {
-                    continue;
-                }
                 let stamp = task.status.timestamp.clone().unwrap_or_default();
-                if q.status_after
-                    .as_deref()
-                    .is_some_and(|after| stamp.as_str() <= after)
-                {
-                    continue;
+                if q.matches(&task.context_id, task.status.state, &stamp) {
+                    matches.push((stamp, task.id.clone(), task.clone()));
                 }
-                matches.push((stamp, task.clone()));
             }
         }
-        matches.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.id.cmp(&a.1.id)));
-        let total_size = matches.len();
-        let start = match &cursor {
-            None => 0,
-            // The first task strictly after the cursor in this order.
-            Some((stamp, id)) => matches
-                .iter()
-                .position(|(s, t)| (s.as_str(), t.id.as_str()) < (stamp.as_str(), id.as_str()))
-                .unwrap_or(total_size),
-        };
-        let page: Vec<(String, Task)> = matches.into_iter().skip(start).take(page_size).collect();
-        let next_page_token = if start + page.len() < total_size {
-            page.last()
-                .map(|(stamp, task)| encode_token(stamp, &task.id))
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
+        let (tasks, next_page_token, total_size) = paging.page(matches);
         Ok(TaskPage {
-            tasks: page.into_iter().map(|(_, task)| task).collect(),
+            tasks,
             next_page_token,
             total_size,
-            page_size,
+            page_size: paging.page_size,
         })
     }
 
@@ -377,33 +341,15 @@ impl LocalTasks {
     }
 }
 
-/// The cursor `(status timestamp, task id)` of the last task of a page, as URL-safe base64.
-fn encode_token(stamp: &str, id: &str) -> String {
-    let mut raw = String::with_capacity(stamp.len() + 1 + id.len());
-    raw.push_str(stamp);
-    raw.push('\0');
-    raw.push_str(id);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
-}
-
-fn decode_token(token: &str) -> Result<(String, String), StoreError> {
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| StoreError::BadPageToken)?;
-    let raw = String::from_utf8(raw).map_err(|_| StoreError::BadPageToken)?;
-    let (stamp, id) = raw.split_once('\0').ok_or(StoreError::BadPageToken)?;
-    Ok((stamp.to_owned(), id.to_owned()))
-}
-
-// === impl CancelSignal ===
+// === impl LocalCancel ===
 
 /// Resolves when the task is canceled; also when the task is gone or already canceled.
 #[derive(Debug)]
-pub(crate) struct CancelSignal {
+pub(crate) struct LocalCancel {
     receiver: Option<watch::Receiver<bool>>,
 }
 
-impl CancelSignal {
+impl LocalCancel {
     pub(crate) async fn wait(self) {
         if let Some(mut receiver) = self.receiver {
             // An error means the sender went (task swept or finished without a cancel): a
@@ -413,19 +359,18 @@ impl CancelSignal {
     }
 }
 
-// === impl Subscription ===
+// === impl LocalFeed ===
 
-/// A task's snapshot and the events after it.
+/// The events after a subscription's snapshot.
 #[derive(Debug)]
-pub(crate) struct Subscription {
-    pub snapshot: Task,
+pub(crate) struct LocalFeed {
     /// The snapshot's version: only events above it are new.
     version: u64,
     /// `None` once the stream ended.
     receiver: Option<broadcast::Receiver<(u64, Arc<StreamResponse>)>>,
 }
 
-impl Subscription {
+impl LocalFeed {
     /// The next event, `None` after one that ends the stream, when the task went, or when
     /// this subscriber fell more than [`SUBSCRIBER_BUFFER`] events behind.
     pub(crate) async fn next(&mut self) -> Option<StreamResponse> {

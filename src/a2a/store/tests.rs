@@ -1,7 +1,20 @@
-//! Tests of the task store through its front ([`TaskStore`]), local implementation.
+//! Tests of the task store through its front ([`TaskStore`]), against both implementations.
+//!
+//! Each test shared by both is an `async fn(&Harness)` that [`both!`] runs twice: on a local
+//! store and on a Redis store. Redis is found at `SLUICE_TEST_REDIS_URL` (default
+//! `redis://127.0.0.1:6379`); when it is not reachable the Redis run prints a visible skip
+//! line and passes, unless `SLUICE_REQUIRE_REDIS=1`, which makes it fail instead. Each Redis
+//! run works under its own random prefix and deletes its keys at the end. Tests of one
+//! implementation's own behaviour (the local buffer and sweep, Redis expiry and two
+//! instances sharing one Redis) follow the shared ones.
+//!
+//! Redis expiry runs on the server clock, which `tokio::time::pause` cannot stop, so those
+//! tests use retention of a few hundred milliseconds and real waits with wide margins.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use ::redis::AsyncCommands as _;
 
 use bytes::Bytes;
 use serde_json::json;
@@ -75,13 +88,176 @@ fn artifact_event(id: &str, n: usize) -> StreamResponse {
     })
 }
 
-fn store() -> TaskStore {
-    TaskStore::local(TaskStoreConfig::default())
+// === harness ===
+
+/// Which implementation a shared test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Local,
+    Redis,
 }
 
-#[tokio::test]
-async fn create_get_and_owner_isolation() {
-    let store = store();
+/// A store under test; for Redis also where it lives, to open a second instance and clean up.
+struct Harness {
+    store: TaskStore,
+    kind: Kind,
+    redis: Option<crate::session::RedisConfig>,
+    config: TaskStoreConfig,
+}
+
+fn redis_url() -> String {
+    std::env::var("SLUICE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+impl Harness {
+    fn local(config: TaskStoreConfig) -> Self {
+        Self {
+            store: TaskStore::local(config.clone()),
+            kind: Kind::Local,
+            redis: None,
+            config,
+        }
+    }
+
+    /// A Redis store under a fresh prefix, or `None` (after printing why) when Redis is not
+    /// reachable and not required.
+    async fn redis(test: &str, config: TaskStoreConfig) -> Option<Self> {
+        let url = redis_url();
+        let reachable = async {
+            let client = ::redis::Client::open(url.as_str()).ok()?;
+            let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+            ::redis::cmd("PING")
+                .query_async::<String>(&mut connection)
+                .await
+                .ok()
+        };
+        let reachable = tokio::time::timeout(Duration::from_secs(2), reachable)
+            .await
+            .ok()
+            .flatten()
+            .is_some();
+        if !reachable {
+            assert!(
+                std::env::var("SLUICE_REQUIRE_REDIS").as_deref() != Ok("1"),
+                "{test}: Redis at {url} is unreachable and SLUICE_REQUIRE_REDIS=1"
+            );
+            // Straight to the process's stderr: the harness captures `eprintln!`, and a skip
+            // must be visible in a passing run.
+            let line = format!(
+                "SKIP {test}: Redis at {url} is unreachable (set SLUICE_REQUIRE_REDIS=1 to fail)\n"
+            );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            return None;
+        }
+        let prefix = format!("test-a2a-{test}-{:016x}", rand::random::<u64>());
+        let redis = crate::session::RedisConfig::new(url).with_prefix(prefix);
+        let mut harness = Self {
+            store: TaskStore::local(config.clone()),
+            kind: Kind::Redis,
+            redis: Some(redis),
+            config,
+        };
+        harness.store = harness.instance().await;
+        Some(harness)
+    }
+
+    /// Another instance on the same Redis and prefix (Redis only).
+    async fn instance(&self) -> TaskStore {
+        let redis = self.redis.as_ref().expect("a Redis harness");
+        let (connection, namespace) = redis.shared().unwrap();
+        TaskStore::redis(
+            connection,
+            namespace,
+            redis.command_timeout,
+            self.config.clone(),
+        )
+        .await
+        .unwrap()
+    }
+
+    async fn connection(&self) -> ::redis::aio::MultiplexedConnection {
+        let redis = self.redis.as_ref().expect("a Redis harness");
+        let client = ::redis::Client::open(redis.url.as_str()).unwrap();
+        client.get_multiplexed_async_connection().await.unwrap()
+    }
+
+    /// The keys of this test's namespace.
+    async fn keys(&self) -> Vec<String> {
+        let Some(redis) = &self.redis else {
+            return Vec::new();
+        };
+        let (_, namespace) = redis.shared().unwrap();
+        let mut connection = self.connection().await;
+        let mut iter = connection
+            .scan_match::<_, String>(format!("{namespace}*"))
+            .await
+            .unwrap();
+        let mut keys = Vec::new();
+        while let Some(key) = futures_util::StreamExt::next(&mut iter).await {
+            keys.push(key.unwrap());
+        }
+        keys
+    }
+
+    /// Deletes every key of this test's namespace.
+    async fn cleanup(self) {
+        let keys = self.keys().await;
+        if !keys.is_empty() {
+            self.connection().await.del::<_, ()>(keys).await.unwrap();
+        }
+    }
+}
+
+/// Runs the shared test `$name` (an `async fn(&Harness)`) on a local and on a Redis store
+/// made with `$config`: tests `$name::local` and `$name::redis`.
+macro_rules! both {
+    ($name:ident) => {
+        both!($name, TaskStoreConfig::default());
+    };
+    ($name:ident, $config:expr) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn local() {
+                super::$name(&Harness::local($config)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                let Some(harness) = Harness::redis(stringify!($name), $config).await else {
+                    return;
+                };
+                super::$name(&harness).await;
+                harness.cleanup().await;
+            }
+        }
+    };
+}
+
+/// Runs `$name` (an `async fn(&Harness)`) on a Redis store made with `$config` only.
+macro_rules! redis_only {
+    ($name:ident, $config:expr) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                let Some(harness) = Harness::redis(stringify!($name), $config).await else {
+                    return;
+                };
+                super::$name(&harness).await;
+                harness.cleanup().await;
+            }
+        }
+    };
+}
+
+// === shared tests ===
+
+both!(create_get_and_owner_isolation);
+async fn create_get_and_owner_isolation(h: &Harness) {
+    let store = &h.store;
     let t = task(
         "t1",
         "ctx",
@@ -118,14 +294,30 @@ async fn create_get_and_owner_isolation() {
             None
         );
         assert_eq!(store.list_push(&other, "t1").await, Ok(None));
+        // Its cancel signal is ready at once: there is nothing to run for that owner.
+        tokio::time::timeout(Duration::from_secs(1), store.cancelled(&other, "t1").wait())
+            .await
+            .expect("ready at once");
     }
     assert_eq!(store.get(&alice(), "missing").await, Ok(None));
     assert_eq!(store.len(), 1);
+    // Components that would run together in a key do not collide.
+    let colon = owner("acme", "app:x", "y");
+    let other = owner("acme", "app", "x:y");
+    store
+        .create(
+            &colon,
+            &task("k:1", "c", TaskState::Working, "2026-12-02T10:00:00.000Z"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.get(&other, "k:1").await, Ok(None));
+    assert!(store.get(&colon, "k:1").await.unwrap().is_some());
 }
 
-#[tokio::test]
-async fn append_applies_in_order_and_refuses_after_terminal() {
-    let store = store();
+both!(append_applies_in_order_and_refuses_after_terminal);
+async fn append_applies_in_order_and_refuses_after_terminal(h: &Harness) {
+    let store = &h.store;
     let t = task(
         "t1",
         "ctx",
@@ -170,14 +362,46 @@ async fn append_applies_in_order_and_refuses_after_terminal() {
     assert_eq!(store.get(&alice(), "t1").await.unwrap().unwrap().version, 5);
 }
 
-#[tokio::test]
-async fn cancel_semantics_and_signal() {
-    let store = store();
+both!(concurrent_appends_all_land_once);
+async fn concurrent_appends_all_land_once(h: &Harness) {
+    const WRITERS: usize = 4;
+    const EACH: usize = 25;
+    let store = &h.store;
+    let t = task("t1", "ctx", TaskState::Working, "2026-12-02T10:00:00.000Z");
+    store.create(&alice(), &t).await.unwrap();
+    // Writers racing on one task: every append lands exactly once, each with its own version.
+    let mut versions: Vec<u64> = futures_util::future::join_all((0..WRITERS).map(|w| async move {
+        let mut versions = Vec::new();
+        for n in 0..EACH {
+            match store
+                .append(&alice(), "t1", &artifact_event("t1", w * EACH + n))
+                .await
+            {
+                Ok(Appended::Applied(version)) => versions.push(version),
+                other => panic!("append: {other:?}"),
+            }
+        }
+        versions
+    }))
+    .await
+    .into_iter()
+    .flatten()
+    .collect();
+    versions.sort_unstable();
+    let expected: Vec<u64> = (2..=(WRITERS * EACH) as u64 + 1).collect();
+    assert_eq!(versions, expected);
+    let got = store.get(&alice(), "t1").await.unwrap().unwrap();
+    assert_eq!(got.task.artifacts.len(), WRITERS * EACH);
+}
+
+both!(cancel_semantics_and_signal);
+async fn cancel_semantics_and_signal(h: &Harness) {
+    let store = &h.store;
     let t = task("t1", "ctx", TaskState::Working, "2026-12-02T10:00:00.000Z");
     store.create(&alice(), &t).await.unwrap();
     let signal = store.cancelled(&alice(), "t1");
     let waiter = tokio::spawn(signal.wait());
-    tokio::task::yield_now().await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
     assert!(!waiter.is_finished());
 
     let canceled = match store.cancel(&alice(), "t1").await {
@@ -234,9 +458,9 @@ async fn check_list(store: &TaskStore, who: &Owner, mut q: ListQuery, expected: 
     assert_eq!(seen, expected, "{q:?}");
 }
 
-#[tokio::test]
-async fn list_pages_filters_and_isolation() {
-    let store = store();
+both!(list_pages_filters_and_isolation);
+async fn list_pages_filters_and_isolation(h: &Harness) {
+    let store = &h.store;
     let rows = [
         ("t1", "c1", TaskState::Working, "2026-12-02T10:00:01.000Z"),
         ("t2", "c2", TaskState::Completed, "2026-12-02T10:00:02.000Z"),
@@ -265,33 +489,45 @@ async fn list_pages_filters_and_isolation() {
             page_size,
             ..ListQuery::default()
         };
-        check_list(&store, &alice(), q, &all).await;
+        check_list(store, &alice(), q, &all).await;
     }
     let by_context = ListQuery {
         context_id: Some("c1".into()),
         page_size: 1,
         ..ListQuery::default()
     };
-    check_list(&store, &alice(), by_context, &["t4", "t3", "t1"]).await;
+    check_list(store, &alice(), by_context, &["t4", "t3", "t1"]).await;
     let by_state = ListQuery {
         state: Some(TaskState::Completed),
         ..ListQuery::default()
     };
-    check_list(&store, &alice(), by_state, &["t4", "t2"]).await;
+    check_list(store, &alice(), by_state, &["t4", "t2"]).await;
     let after = ListQuery {
         status_after: Some("2026-12-02T10:00:02.000Z".into()),
         page_size: 2,
         ..ListQuery::default()
     };
-    check_list(&store, &alice(), after, &["t5", "t4", "t3"]).await;
-    check_list(&store, &bob, ListQuery::default(), &["b1"]).await;
+    check_list(store, &alice(), after, &["t5", "t4", "t3"]).await;
+    check_list(store, &bob, ListQuery::default(), &["b1"]).await;
     check_list(
-        &store,
+        store,
         &owner("beta", "app", "alice"),
         ListQuery::default(),
         &[],
     )
     .await;
+
+    // A status change moves a task to the front and into the state filter.
+    let mut completed = status_event("t1", TaskState::Completed);
+    if let StreamResponse::StatusUpdate(update) = &mut completed {
+        update.status.timestamp = Some("2026-12-02T10:00:07.000Z".into());
+    }
+    store.append(&alice(), "t1", &completed).await.unwrap();
+    let by_state = ListQuery {
+        state: Some(TaskState::Completed),
+        ..ListQuery::default()
+    };
+    check_list(store, &alice(), by_state, &["t1", "t4", "t2"]).await;
 
     for bad in ["%%%", "bm8tc2VwYXJhdG9y"] {
         let q = ListQuery {
@@ -305,62 +541,68 @@ async fn list_pages_filters_and_isolation() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn subscribe_has_no_gap_and_no_duplicate_under_a_concurrent_writer() {
-    const N_EVENTS: usize = 2_000;
-    let store = Arc::new(store());
+both!(subscribe_has_no_gap_and_no_duplicate_under_a_concurrent_writer);
+async fn subscribe_has_no_gap_and_no_duplicate_under_a_concurrent_writer(h: &Harness) {
+    // Redis rewrites the whole snapshot per event (and this one grows by an artifact per
+    // event), so its run is shorter.
+    let n_events = match h.kind {
+        Kind::Local => 2_000,
+        Kind::Redis => 300,
+    };
+    let store = &h.store;
     let t = task("t1", "ctx", TaskState::Working, "2026-12-02T10:00:00.000Z");
     store.create(&alice(), &t).await.unwrap();
-    let writer = {
-        let store = store.clone();
-        tokio::spawn(async move {
-            for n in 0..N_EVENTS {
-                store
-                    .append(&alice(), "t1", &artifact_event("t1", n))
-                    .await
-                    .unwrap();
-                if n % 16 == 0 {
-                    tokio::task::yield_now().await;
-                }
-            }
+    let writer = async {
+        for n in 0..n_events {
             store
-                .append(&alice(), "t1", &status_event("t1", TaskState::Completed))
+                .append(&alice(), "t1", &artifact_event("t1", n))
                 .await
                 .unwrap();
-        })
+            if n % 16 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        store
+            .append(&alice(), "t1", &status_event("t1", TaskState::Completed))
+            .await
+            .unwrap();
     };
     // Subscribers join at different points; each must see exactly the events after its
     // snapshot, in order, then the COMPLETED that ends it.
-    let mut readers = Vec::new();
-    for _ in 0..4 {
-        let mut sub = store.subscribe(&alice(), "t1").await.unwrap().unwrap();
-        readers.push(tokio::spawn(async move {
-            let mut next = sub.snapshot.artifacts.len();
-            let mut ended = false;
-            while let Some(event) = sub.next().await {
-                match event {
-                    StreamResponse::ArtifactUpdate(update) => {
-                        assert_eq!(update.artifact.artifact_id, format!("a{next}"));
-                        next += 1;
+    let readers = async {
+        let mut readers = Vec::new();
+        for _ in 0..4 {
+            let mut sub = store.subscribe(&alice(), "t1").await.unwrap().unwrap();
+            readers.push(async move {
+                let mut next = sub.snapshot.artifacts.len();
+                let mut ended = false;
+                while let Some(event) = sub.next().await {
+                    match event {
+                        StreamResponse::ArtifactUpdate(update) => {
+                            assert_eq!(update.artifact.artifact_id, format!("a{next}"));
+                            next += 1;
+                        }
+                        StreamResponse::StatusUpdate(update) => {
+                            assert_eq!(update.status.state, TaskState::Completed);
+                            ended = true;
+                        }
+                        other => panic!("unexpected {other:?}"),
                     }
-                    StreamResponse::StatusUpdate(update) => {
-                        assert_eq!(update.status.state, TaskState::Completed);
-                        ended = true;
-                    }
-                    other => panic!("unexpected {other:?}"),
                 }
-            }
-            (next, ended)
-        }));
-        tokio::task::yield_now().await;
-    }
-    writer.await.unwrap();
-    for reader in readers {
-        // A subscriber that fell more than the buffer behind ends early without COMPLETED;
-        // one that did not must have seen every event.
-        let (next, ended) = reader.await.unwrap();
-        if ended {
-            assert_eq!(next, N_EVENTS);
+                (next, ended)
+            });
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        futures_util::future::join_all(readers).await
+    };
+    let ((), results) = tokio::join!(writer, readers);
+    for (next, ended) in results {
+        // A local subscriber that fell more than the buffer behind ends early without
+        // COMPLETED; one that did not must have seen every event. Redis keeps the log, so
+        // every subscriber sees every event.
+        if ended || h.kind == Kind::Redis {
+            assert!(ended);
+            assert_eq!(next, n_events);
         }
     }
     // A subscriber to the finished task gets the snapshot and the end at once.
@@ -369,39 +611,15 @@ async fn subscribe_has_no_gap_and_no_duplicate_under_a_concurrent_writer() {
     assert_eq!(late.next().await, None);
 }
 
-#[tokio::test]
-async fn a_subscriber_that_falls_behind_ends() {
-    let store = store();
-    store
-        .create(
-            &alice(),
-            &task("t1", "ctx", TaskState::Working, "2026-12-02T10:00:00.000Z"),
-        )
-        .await
-        .unwrap();
-    let mut sub = store.subscribe(&alice(), "t1").await.unwrap().unwrap();
-    for n in 0..local::SUBSCRIBER_BUFFER + 1 {
-        store
-            .append(&alice(), "t1", &artifact_event("t1", n))
-            .await
-            .unwrap();
-    }
-    assert_eq!(sub.next().await, None);
-    // Within the buffer, every event arrives.
-    let mut sub = store.subscribe(&alice(), "t1").await.unwrap().unwrap();
-    store
-        .append(&alice(), "t1", &artifact_event("t1", 99))
-        .await
-        .unwrap();
-    assert_eq!(sub.next().await, Some(artifact_event("t1", 99)));
-}
-
-#[tokio::test]
-async fn tenant_cap() {
-    let store = TaskStore::local(TaskStoreConfig {
+both!(
+    tenant_cap,
+    TaskStoreConfig {
         max_tasks_per_tenant: 2,
         ..TaskStoreConfig::default()
-    });
+    }
+);
+async fn tenant_cap(h: &Harness) {
+    let store = &h.store;
     let stamp = "2026-12-02T10:00:00.000Z";
     store
         .create(&alice(), &task("t1", "c", TaskState::Working, stamp))
@@ -429,6 +647,106 @@ async fn tenant_cap() {
     let mut counts = store.counts();
     counts.sort();
     assert_eq!(counts, [(Arc::from("acme"), 2), (Arc::from("beta"), 1)]);
+}
+
+both!(
+    push_configs_are_owner_scoped_and_capped,
+    TaskStoreConfig {
+        max_push_configs_per_task: 2,
+        ..TaskStoreConfig::default()
+    }
+);
+async fn push_configs_are_owner_scoped_and_capped(h: &Harness) {
+    let store = &h.store;
+    let stamp = "2026-12-02T10:00:00.000Z";
+    store
+        .create(&alice(), &task("t1", "c", TaskState::Working, stamp))
+        .await
+        .unwrap();
+    let one = Bytes::from_static(br#"{"id":"p1"}"#);
+    let two = Bytes::from_static(br#"{"id":"p2"}"#);
+    assert_eq!(
+        store.put_push(&alice(), "t1", "p1", one.clone()).await,
+        Ok(true)
+    );
+    assert_eq!(
+        store.put_push(&alice(), "t1", "p2", two.clone()).await,
+        Ok(true)
+    );
+    assert_eq!(
+        store.put_push(&alice(), "t1", "p3", one.clone()).await,
+        Err(StoreError::TooManyPushConfigs)
+    );
+    // Replacing an existing one is not a new one.
+    let two_b = Bytes::from_static(br#"{"id":"p2","v":2}"#);
+    assert_eq!(
+        store.put_push(&alice(), "t1", "p2", two_b.clone()).await,
+        Ok(true)
+    );
+    assert_eq!(
+        store.get_push(&alice(), "t1", "p2").await,
+        Ok(Some(two_b.clone()))
+    );
+    assert_eq!(
+        store.list_push(&alice(), "t1").await,
+        Ok(Some(vec![one.clone(), two_b.clone()]))
+    );
+    assert_eq!(store.push_configs(&alice(), "t1").await.unwrap().len(), 2);
+    let bob = owner("acme", "app", "bob");
+    assert_eq!(
+        store.put_push(&bob, "t1", "p9", one.clone()).await,
+        Ok(false)
+    );
+    assert_eq!(store.get_push(&bob, "t1", "p1").await, Ok(None));
+    assert_eq!(store.delete_push(&bob, "t1", "p1").await, Ok(false));
+    assert_eq!(store.push_configs(&bob, "t1").await, Ok(Vec::new()));
+    assert_eq!(store.delete_push(&alice(), "t1", "p1").await, Ok(true));
+    assert_eq!(store.delete_push(&alice(), "t1", "p1").await, Ok(false));
+    assert_eq!(
+        store.list_push(&alice(), "t1").await,
+        Ok(Some(vec![two_b.clone()]))
+    );
+    assert_eq!(store.list_push(&alice(), "missing").await, Ok(None));
+    assert_eq!(store.get_push(&alice(), "t1", "p1").await, Ok(None));
+    // A freed slot takes a new one, listed after the older ones.
+    let three = Bytes::from_static(br#"{"id":"p3"}"#);
+    assert_eq!(
+        store.put_push(&alice(), "t1", "p3", three.clone()).await,
+        Ok(true)
+    );
+    assert_eq!(
+        store.list_push(&alice(), "t1").await,
+        Ok(Some(vec![two_b, three]))
+    );
+}
+
+// === local only ===
+
+#[tokio::test]
+async fn a_subscriber_that_falls_behind_ends() {
+    let store = TaskStore::local(TaskStoreConfig::default());
+    store
+        .create(
+            &alice(),
+            &task("t1", "ctx", TaskState::Working, "2026-12-02T10:00:00.000Z"),
+        )
+        .await
+        .unwrap();
+    let mut sub = store.subscribe(&alice(), "t1").await.unwrap().unwrap();
+    for n in 0..local::SUBSCRIBER_BUFFER + 1 {
+        store
+            .append(&alice(), "t1", &artifact_event("t1", n))
+            .await
+            .unwrap();
+    }
+    assert_eq!(sub.next().await, None);
+    // Within the buffer, every event arrives.
+    let mut sub = store.subscribe(&alice(), "t1").await.unwrap().unwrap();
+    store
+        .append(&alice(), "t1", &artifact_event("t1", 99))
+        .await
+        .unwrap();
+    assert_eq!(sub.next().await, Some(artifact_event("t1", 99)));
 }
 
 #[tokio::test(start_paused = true)]
@@ -474,58 +792,205 @@ async fn sweep_drops_terminal_after_retention_and_live_after_ttl() {
     assert!(store.counts().is_empty());
 }
 
-#[tokio::test]
-async fn push_configs_are_owner_scoped_and_capped() {
-    let store = TaskStore::local(TaskStoreConfig {
-        max_push_configs_per_task: 2,
-        ..TaskStoreConfig::default()
-    });
+// === Redis only ===
+
+redis_only!(two_instances_share_tasks, TaskStoreConfig::default());
+/// Two stores on one prefix are two instances: a task run on A is read, listed, followed and
+/// canceled on B.
+async fn two_instances_share_tasks(h: &Harness) {
+    const N_BEFORE: usize = 3;
+    const N_AFTER: usize = 40;
+    let a = &h.store;
+    let b = h.instance().await;
     let stamp = "2026-12-02T10:00:00.000Z";
-    store
-        .create(&alice(), &task("t1", "c", TaskState::Working, stamp))
+    a.create(&alice(), &task("t1", "ctx", TaskState::Working, stamp))
         .await
         .unwrap();
-    let one = Bytes::from_static(br#"{"id":"p1"}"#);
-    let two = Bytes::from_static(br#"{"id":"p2"}"#);
-    assert_eq!(
-        store.put_push(&alice(), "t1", "p1", one.clone()).await,
-        Ok(true)
-    );
-    assert_eq!(
-        store.put_push(&alice(), "t1", "p2", two.clone()).await,
-        Ok(true)
-    );
-    assert_eq!(
-        store.put_push(&alice(), "t1", "p3", one.clone()).await,
-        Err(StoreError::TooManyPushConfigs)
-    );
-    // Replacing an existing one is not a new one.
-    let two_b = Bytes::from_static(br#"{"id":"p2","v":2}"#);
-    assert_eq!(
-        store.put_push(&alice(), "t1", "p2", two_b.clone()).await,
-        Ok(true)
-    );
-    assert_eq!(
-        store.get_push(&alice(), "t1", "p2").await,
-        Ok(Some(two_b.clone()))
-    );
-    assert_eq!(
-        store.list_push(&alice(), "t1").await,
-        Ok(Some(vec![one.clone(), two_b.clone()]))
-    );
-    assert_eq!(store.push_configs(&alice(), "t1").await.unwrap().len(), 2);
+    for n in 0..N_BEFORE {
+        a.append(&alice(), "t1", &artifact_event("t1", n))
+            .await
+            .unwrap();
+    }
+    let got = b.get(&alice(), "t1").await.unwrap().unwrap();
+    assert_eq!(got.version, N_BEFORE as u64 + 1);
+
+    // B subscribes mid-way: the snapshot, then exactly the remaining events in order.
+    let mut sub = b.subscribe(&alice(), "t1").await.unwrap().unwrap();
+    assert_eq!(sub.snapshot.artifacts.len(), N_BEFORE);
+    let reader = async {
+        let mut seen = Vec::new();
+        while let Some(event) = sub.next().await {
+            seen.push(event);
+        }
+        seen
+    };
+    let writer = async {
+        for n in N_BEFORE..N_BEFORE + N_AFTER {
+            a.append(&alice(), "t1", &artifact_event("t1", n))
+                .await
+                .unwrap();
+            if n % 8 == 0 {
+                tokio::time::sleep(Duration::from_millis(15)).await;
+            }
+        }
+        a.append(&alice(), "t1", &status_event("t1", TaskState::Completed))
+            .await
+            .unwrap();
+    };
+    let (seen, ()) = tokio::join!(reader, writer);
+    let mut expected: Vec<StreamResponse> = (N_BEFORE..N_BEFORE + N_AFTER)
+        .map(|n| artifact_event("t1", n))
+        .collect();
+    expected.push(status_event("t1", TaskState::Completed));
+    assert_eq!(seen, expected);
+
+    // A cancel on B reaches the runner on A.
+    a.create(&alice(), &task("t2", "ctx", TaskState::Working, stamp))
+        .await
+        .unwrap();
+    let signal = a.cancelled(&alice(), "t2");
+    let waiter = tokio::spawn(signal.wait());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!waiter.is_finished());
+    let started = Instant::now();
+    assert!(matches!(
+        b.cancel(&alice(), "t2").await,
+        Ok(CancelOutcome::Canceled(_))
+    ));
+    tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("A's cancel signal fired")
+        .unwrap();
+    let waited = started.elapsed();
+    eprintln!("cancel on B reached A after {waited:?}");
+    assert!(waited < Duration::from_millis(600), "{waited:?}");
+    match a
+        .append(&alice(), "t2", &status_event("t2", TaskState::Completed))
+        .await
+    {
+        Ok(Appended::Terminal(task)) => assert_eq!(task.status.state, TaskState::Canceled),
+        other => panic!("A's append after B's cancel: {other:?}"),
+    }
+
+    // Another owner on B sees nothing.
     let bob = owner("acme", "app", "bob");
+    assert_eq!(b.get(&bob, "t1").await, Ok(None));
+    assert_eq!(b.cancel(&bob, "t2").await, Ok(CancelOutcome::NotFound));
+    assert!(b.subscribe(&bob, "t1").await.unwrap().is_none());
     assert_eq!(
-        store.put_push(&bob, "t1", "p9", one.clone()).await,
-        Ok(false)
+        b.append(&bob, "t1", &artifact_event("t1", 0)).await,
+        Ok(Appended::NotFound)
     );
-    assert_eq!(store.get_push(&bob, "t1", "p1").await, Ok(None));
-    assert_eq!(store.delete_push(&bob, "t1", "p1").await, Ok(false));
-    assert_eq!(store.push_configs(&bob, "t1").await, Ok(Vec::new()));
-    assert_eq!(store.delete_push(&alice(), "t1", "p1").await, Ok(true));
-    assert_eq!(store.delete_push(&alice(), "t1", "p1").await, Ok(false));
-    assert_eq!(store.list_push(&alice(), "t1").await, Ok(Some(vec![two_b])));
-    assert_eq!(store.list_push(&alice(), "missing").await, Ok(None));
+    check_list(&b, &bob, ListQuery::default(), &[]).await;
+    check_list(&b, &alice(), ListQuery::default(), &["t2", "t1"]).await;
+}
+
+redis_only!(
+    a_subscriber_the_log_was_trimmed_past_ends,
+    TaskStoreConfig {
+        max_events_per_task: 10,
+        ..TaskStoreConfig::default()
+    }
+);
+async fn a_subscriber_the_log_was_trimmed_past_ends(h: &Harness) {
+    let store = &h.store;
+    store
+        .create(
+            &alice(),
+            &task("t1", "ctx", TaskState::Working, "2026-12-02T10:00:00.000Z"),
+        )
+        .await
+        .unwrap();
+    let mut sub = store.subscribe(&alice(), "t1").await.unwrap().unwrap();
+    // `MAXLEN ~` trims whole stream nodes (100 entries by default): write well past one.
+    for n in 0..400 {
+        store
+            .append(&alice(), "t1", &artifact_event("t1", n))
+            .await
+            .unwrap();
+    }
+    assert_eq!(sub.next().await, None);
+    // A fresh subscription starts after the trim and gets every event.
+    let mut sub = store.subscribe(&alice(), "t1").await.unwrap().unwrap();
+    store
+        .append(&alice(), "t1", &artifact_event("t1", 999))
+        .await
+        .unwrap();
+    assert_eq!(sub.next().await, Some(artifact_event("t1", 999)));
+}
+
+redis_only!(
+    terminal_tasks_expire_after_retention,
+    TaskStoreConfig {
+        max_tasks_per_tenant: 1,
+        retain_terminal: Duration::from_millis(300),
+        ..TaskStoreConfig::default()
+    }
+);
+async fn terminal_tasks_expire_after_retention(h: &Harness) {
+    let store = &h.store;
+    let stamp = "2026-12-02T10:00:00.000Z";
+    store
+        .create(&alice(), &task("done", "c", TaskState::Working, stamp))
+        .await
+        .unwrap();
+    store
+        .put_push(&alice(), "done", "p1", Bytes::from_static(b"{}"))
+        .await
+        .unwrap();
+    let mut sub = store.subscribe(&alice(), "done").await.unwrap().unwrap();
+    let waiter = tokio::spawn(store.cancelled(&alice(), "done").wait());
+    store
+        .append(
+            &alice(),
+            "done",
+            &status_event("done", TaskState::Completed),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        sub.next().await,
+        Some(status_event("done", TaskState::Completed))
+    );
+    assert_eq!(sub.next().await, None);
+    assert_eq!(
+        store
+            .create(&alice(), &task("next", "c", TaskState::Working, stamp))
+            .await,
+        Err(StoreError::Full)
+    );
+    // Still readable within the retention; gone, with its log and push configs, after it.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(store.get(&alice(), "done").await.unwrap().is_some());
+    assert!(!waiter.is_finished(), "a completed task is not canceled");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(store.get(&alice(), "done").await, Ok(None));
+    assert_eq!(store.list_push(&alice(), "done").await, Ok(None));
+    // The runner's signal of a task that went resolves.
+    tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("the signal of a gone task resolves")
+        .unwrap();
+    // The slot is free again, and the list forgets the task.
+    store
+        .create(&alice(), &task("next", "c", TaskState::Working, stamp))
+        .await
+        .unwrap();
+    check_list(store, &alice(), ListQuery::default(), &["next"]).await;
+    let keys = h.keys().await;
+    assert!(
+        keys.iter().all(|key| !key.contains(":done")),
+        "nothing of the expired task is left: {keys:?}"
+    );
+    // A recount (started by the sweep, in the background) sees the one live task.
+    super::redis::tests_support::set_count(store, "acme", 7);
+    assert_eq!(store.len(), 7);
+    assert_eq!(store.sweep(tokio::time::Instant::now()), 0);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while store.len() != 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(store.counts(), [(Arc::from("acme"), 1)]);
 }
 
 /// A small completed task: one history message, one artifact with a data part and a text part.
