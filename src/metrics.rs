@@ -14,6 +14,7 @@
 //! | `sluice_sse_frames_total`, `sluice_sse_bytes_total` | counter | | [`Metrics::add_sse`] |
 //! | `sluice_downstream_errors_total`, `sluice_source_errors_total` | counter | `code` | [`Metrics::downstream_error`], [`Metrics::source_error`] |
 //! | `sluice_a2a_calls_total` | counter | `method`, `outcome` | [`Metrics::a2a_call`] |
+//! | `sluice_a2a_tasks` | gauge | `tenant` | [`Metrics::set_a2a_tasks`] (the task store's counts, on scrape) |
 //! | anything registered | counter / gauge | | [`Metrics::register_counter`], [`Metrics::register_gauge_fn`] |
 //!
 //! - `labels.rs`: [`RouteLabel`], [`MethodLabel`], the counted status codes.
@@ -62,7 +63,7 @@ pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8"
 
 /// The built-in family names, and the sample names a histogram family also occupies; a
 /// registered family may not reuse any of them.
-const BUILTIN_NAMES: [&str; 14] = [
+const BUILTIN_NAMES: [&str; 15] = [
     BUILD_INFO,
     UPTIME,
     REQUESTS,
@@ -77,6 +78,7 @@ const BUILTIN_NAMES: [&str; 14] = [
     DOWNSTREAM_ERRORS,
     SOURCE_ERRORS,
     A2A_CALLS,
+    A2A_TASKS,
 ];
 
 const BUILD_INFO: &str = "sluice_build_info";
@@ -90,6 +92,7 @@ const SSE_BYTES: &str = "sluice_sse_bytes_total";
 const DOWNSTREAM_ERRORS: &str = "sluice_downstream_errors_total";
 const SOURCE_ERRORS: &str = "sluice_source_errors_total";
 const A2A_CALLS: &str = "sluice_a2a_calls_total";
+const A2A_TASKS: &str = "sluice_a2a_tasks";
 
 /// Why a family could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -122,6 +125,8 @@ pub struct Metrics {
     source_errors: CodeCounters,
     /// A2A calls by method and outcome.
     a2a_calls: registry::PairCounters,
+    /// A2A tasks held per tenant, as the task store counted them at the last scrape.
+    a2a_tasks: parking_lot::Mutex<Vec<(std::sync::Arc<str>, usize)>>,
     /// Families other modules own.
     externals: Externals,
 }
@@ -154,6 +159,7 @@ impl Metrics {
             downstream_errors: CodeCounters::default(),
             source_errors: CodeCounters::default(),
             a2a_calls: registry::PairCounters::default(),
+            a2a_tasks: parking_lot::Mutex::new(Vec::new()),
             externals: Externals::default(),
         }
     }
@@ -256,6 +262,13 @@ impl Metrics {
     /// never task ids.
     pub(crate) fn a2a_call(&self, method: &'static str, outcome: &'static str) {
         self.a2a_calls.add(method, outcome);
+    }
+
+    /// The A2A tasks each tenant holds (`sluice_a2a_tasks{tenant}`), read before a scrape.
+    pub(crate) fn set_a2a_tasks(&self, counts: &[(std::sync::Arc<str>, usize)]) {
+        let mut counts = counts.to_vec();
+        counts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        *self.a2a_tasks.lock() = counts;
     }
 
     // === externally owned families ===
@@ -371,6 +384,19 @@ impl Metrics {
             "Failed source operations by error code.",
             &self.source_errors,
         );
+        w.family(
+            A2A_TASKS,
+            "A2A tasks held per tenant (live and retained terminal).",
+            Kind::Gauge,
+        );
+        for (tenant, n) in self.a2a_tasks.lock().iter() {
+            w.sample(
+                A2A_TASKS,
+                "",
+                &[("tenant", tenant)],
+                Value::Unsigned(*n as u64),
+            );
+        }
         w.family(A2A_CALLS, "A2A calls by method and outcome.", Kind::Counter);
         for ((method, outcome), n) in self.a2a_calls.snapshot() {
             w.sample(

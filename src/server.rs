@@ -169,8 +169,21 @@ pub async fn serve(
         drain.clone(),
     );
     let janitor = spawn_janitor(&streams, sessions.clone(), DEFAULT_SWEEP_INTERVAL);
+    // With [cluster], tasks live in Redis so every instance reads, cancels and follows them.
+    let task_config = TaskStoreConfig::from(&config.a2a);
+    let task_store = match &config.cluster {
+        Some(redis) => {
+            let (connection, namespace) = redis
+                .shared()
+                .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
+            TaskStore::redis(connection, namespace, redis.command_timeout, task_config)
+                .await
+                .map_err(|err| std::io::Error::new(std::io::ErrorKind::ConnectionRefused, err))?
+        }
+        None => TaskStore::local(task_config),
+    };
     let a2a = Agent::new(AgentParts {
-        store: TaskStore::local(TaskStoreConfig::from(&config.a2a)),
+        store: task_store,
         settings: config.a2a.clone(),
         catalog: Arc::clone(&config.catalog),
         dispatcher: Arc::clone(&dispatcher),

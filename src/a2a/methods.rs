@@ -59,7 +59,7 @@ pub(crate) enum Answer {
     /// One JSON-RPC result (1.0 shape).
     Value(Value),
     /// An event stream.
-    Stream(TaskStream),
+    Stream(Box<TaskStream>),
 }
 
 /// A task's event stream: `first` (the snapshot) and then the subscription's events, until
@@ -281,10 +281,10 @@ async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer,
             return Err(A2aError::TaskNotFound.into());
         };
         let first = StreamResponse::Task(subscription.snapshot.clone());
-        return Ok(Answer::Stream(TaskStream {
+        return Ok(Answer::Stream(Box::new(TaskStream {
             first,
             subscription: Some(subscription),
-        }));
+        })));
     }
     let history = configuration
         .history_length
@@ -452,10 +452,10 @@ async fn subscribe(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
         )
         .into());
     }
-    Ok(Answer::Stream(TaskStream {
+    Ok(Answer::Stream(Box::new(TaskStream {
         first: StreamResponse::Task(subscription.snapshot.clone()),
         subscription: Some(subscription),
-    }))
+    })))
 }
 
 // === Push notification configs ===

@@ -32,7 +32,11 @@ const CHANNEL_FRAMES: usize = 32;
 const CATCH_UPS: usize = 3;
 
 /// Answers with the event stream of `stream`, fed by a spawned task.
-pub(crate) fn respond(agent: &Arc<Agent>, call: &Call<'_>, stream: TaskStream) -> Response<Body> {
+pub(crate) fn respond(
+    agent: &Arc<Agent>,
+    call: &Call<'_>,
+    stream: Box<TaskStream>,
+) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_FRAMES);
     let agent = Arc::clone(agent);
     let owner = call.owner.clone();
@@ -43,7 +47,7 @@ pub(crate) fn respond(agent: &Arc<Agent>, call: &Call<'_>, stream: TaskStream) -
         let TaskStream {
             first,
             mut subscription,
-        } = stream;
+        } = *stream;
         let task_id = match &first {
             StreamResponse::Task(task) => task.id.clone(),
             _ => String::new(),

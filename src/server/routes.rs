@@ -268,6 +268,7 @@ async fn refresh_gauges(state: &State) {
     state
         .metrics
         .set_streams(&state.mcp.streams.live_by_tenant());
+    state.metrics.set_a2a_tasks(&state.a2a.store.counts());
     let frames = response::SSE_FRAMES.load(Relaxed);
     let bytes = response::SSE_BYTES.load(Relaxed);
     let (seen_frames, seen_bytes) = {

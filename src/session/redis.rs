@@ -110,8 +110,6 @@ impl RedisConfig {
 
     /// A connection manager of its own for `url` and the namespace, for another module that
     /// keeps its records in the same Redis under the same prefix (the A2A task store).
-    // Used by the tests until the server builds the A2A store from `[cluster]`.
-    #[allow(dead_code)]
     pub(crate) fn shared(&self) -> RedisResult<(ConnectionManager, String)> {
         let client = redis::Client::open(self.url.as_str())?;
         Ok((self.manager(|c| c, client)?, self.namespace()))

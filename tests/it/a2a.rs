@@ -100,6 +100,8 @@ const PEPPER: &[u8] = b"a2a-pepper";
 /// once), tool `slow` (never answers) and tool `scoped` (needs scope `admin`).
 struct Acme {
     server: TestServer,
+    /// A second instance of the same configuration.
+    twin: TestServer,
     alice: GeneratedKey,
     bob: GeneratedKey,
     slow: Downstream,
@@ -108,6 +110,14 @@ struct Acme {
 
 impl Acme {
     async fn start(extra_server: &str) -> Acme {
+        Self::start_with(extra_server, |_| {}).await
+    }
+
+    /// The same, with `configure` applied to the server's configuration.
+    async fn start_with(
+        extra_server: &str,
+        configure: impl Fn(&mut sluice::ServeConfig) + Clone + 'static,
+    ) -> Acme {
         let echo = Downstream::new()
             .fallback(Answer::Json(r#"{"message":"hello"}"#))
             .start()
@@ -173,9 +183,15 @@ toolset = "t"
             echo = echo.addr,
             slow = slow.addr,
         );
-        let server = TestServer::toml(&text).start().await;
+        let server = TestServer::toml(&text)
+            .with(configure.clone())
+            .start()
+            .await;
+        // A second instance over the same configuration (and, with [cluster], the same Redis).
+        let twin = TestServer::toml(&text).with(configure).start().await;
         Acme {
             server,
+            twin,
             alice,
             bob,
             slow,
@@ -1194,4 +1210,71 @@ async fn a_client_that_accepts_none_of_the_agents_output_modes_gets_32005() {
     );
     assert_eq!(refused["code"], -32005, "{refused}");
     assert_eq!(refused["data"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
+}
+
+// === several instances over Redis ===
+
+#[tokio::test]
+async fn with_redis_a_task_running_on_one_instance_is_followed_and_cancelled_on_another() {
+    let Some((url, prefix)) = crate::cluster::redis_or_skip("a2a_two_instances").await else {
+        return;
+    };
+    let redis = sluice::session::RedisConfig::new(url.clone()).with_prefix(prefix.clone());
+    let acme = Acme::start_with("", move |config| config.cluster = Some(redis.clone())).await;
+    // The task runs on A (its downstream call is held there).
+    let (id, _) = acme.slow_task().await;
+    let b = acme.twin.addr;
+    let on_b = |method: &str, params: Value| {
+        let body = request(3, method, params);
+        let key = acme.alice.token.clone();
+        async move { call(b, ACME_A2A, &[("x-api-key", key.as_str())], &body).await }
+    };
+    let task = result(&on_b("GetTask", json!({"id": id})).await);
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{task}");
+    let listed = result(&on_b("ListTasks", json!({})).await);
+    assert_eq!(listed["tasks"][0]["id"], id.as_str(), "{listed}");
+    // Bob sees nothing of it on B either.
+    let foreign = error(
+        &call(
+            b,
+            ACME_A2A,
+            &acme.bob(),
+            &request(4, "GetTask", json!({"id": id})),
+        )
+        .await,
+    );
+    assert_eq!(foreign["code"], -32001);
+    // Subscribed on B: the snapshot, then the cancel made on B reaches A's runner, whose
+    // downstream call is dropped, and the stream ends with CANCELED — once.
+    let headers = [
+        ("content-type", "application/json"),
+        ("a2a-version", "1.0"),
+        ("x-api-key", acme.alice.token.as_str()),
+    ];
+    let body = request(5, "SubscribeToTask", json!({"id": id}));
+    let mut stream = SseReader::open(
+        b,
+        support::request(b, Method::POST, ACME_A2A, &headers, &body),
+    )
+    .await;
+    let first = stream.next_message().await;
+    assert_eq!(
+        first["result"]["task"]["status"]["state"], "TASK_STATE_WORKING",
+        "{first}"
+    );
+    let canceled = result(&on_b("CancelTask", json!({"id": id})).await);
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
+    let last = stream.next_message().await;
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{last}"
+    );
+    assert!(stream.ends().await);
+    acme.slow.wait_dropped().await;
+    // A sees the cancel too.
+    let on_a = result(&acme.call(&acme.alice(), "GetTask", json!({"id": id})).await);
+    assert_eq!(on_a["status"]["state"], "TASK_STATE_CANCELED");
+    drop(acme);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    crate::cluster::cleanup(&url, &prefix).await;
 }

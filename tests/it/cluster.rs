@@ -66,7 +66,7 @@ async fn answers_ping(url: &str) -> bool {
 
 /// The test Redis and a fresh key prefix, or `None` (after a visible skip line) when Redis is
 /// unreachable and not required.
-async fn redis_or_skip(test: &str) -> Option<(String, String)> {
+pub(crate) async fn redis_or_skip(test: &str) -> Option<(String, String)> {
     let url = redis_url();
     if !answers_ping(&url).await {
         assert!(
@@ -84,7 +84,7 @@ async fn redis_or_skip(test: &str) -> Option<(String, String)> {
 }
 
 /// Deletes every key under `prefix`, and checks nothing re-created any.
-async fn cleanup(url: &str, prefix: &str) {
+pub(crate) async fn cleanup(url: &str, prefix: &str) {
     let client = redis::Client::open(url).expect("url");
     let mut connection = client
         .get_multiplexed_async_connection()
