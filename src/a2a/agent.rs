@@ -147,7 +147,14 @@ impl Agent {
         let Some(view) = snapshot.client(&target.tenant, &target.client) else {
             return Err(Error::NotFound);
         };
-        let bytes = self.public_card_bytes(view);
+        // A 1.0 client says so on the card request too (`A2A-Version: 1.0`, as the JS SDK's
+        // resolver does) and gets the pure 1.0 card: a resolver that sees 0.3 members reads
+        // the card as a 0.3 one. Everyone else gets both sets of members.
+        let v1_only = matches!(
+            Version::from_header(parts.headers.get(A2A_VERSION)),
+            Ok(Version::V1)
+        );
+        let bytes = self.public_card_bytes(view, v1_only);
         let etag = card::etag(&bytes);
         let matched = parts
             .headers
@@ -166,13 +173,16 @@ impl Agent {
             http::header::CACHE_CONTROL,
             HeaderValue::from_static(card::CARD_CACHE_CONTROL),
         );
+        headers.insert(http::header::VARY, HeaderValue::from_static("A2A-Version"));
         Ok(answer)
     }
 
-    /// The public card's bytes (1.0 members plus the 0.3 ones).
-    fn public_card_bytes(&self, view: &ClientView) -> Bytes {
+    /// The public card's bytes: the 1.0 members, plus the 0.3 ones unless `v1_only`.
+    fn public_card_bytes(&self, view: &ClientView, v1_only: bool) -> Bytes {
         let mut card = card::public_card(view, self.card_context());
-        v03::card_v03_members(&mut card);
+        if !v1_only {
+            v03::card_v03_members(&mut card);
+        }
         Bytes::from(serde_json::to_vec(&card).unwrap_or_default())
     }
 

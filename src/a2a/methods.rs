@@ -493,14 +493,32 @@ pub(crate) fn policy(call: &Call<'_>) -> PushPolicy {
     )
 }
 
-/// Stores `config` on the task (its id defaults to the task id); the stored JSON.
+/// The member of a stored config that remembers it was registered over 0.3, so its
+/// deliveries are 0.3 bodies (what a 0.3 receiver parses); never shown to clients.
+const STORED_VERSION: &str = "x-sluice-a2a-version";
+
+/// A stored config as clients see it (without [`STORED_VERSION`]).
+fn shown(bytes: &[u8]) -> Option<Value> {
+    let mut value: Value = serde_json::from_slice(bytes).ok()?;
+    if let Some(object) = value.as_object_mut() {
+        object.remove(STORED_VERSION);
+    }
+    Some(value)
+}
+
+/// Stores `config` on the task (its id defaults to the task id); the JSON clients see.
 async fn store_push(call: &Call<'_>, task_id: &str, mut config: PushConfig) -> Result<Value, Fail> {
     config.task_id = task_id.to_owned();
     if config.id.is_empty() {
         config.id = task_id.to_owned();
     }
+    config.extra.remove(STORED_VERSION);
     let value = serde_json::to_value(&config).map_err(|_| A2aError::Internal)?;
-    let bytes = Bytes::from(value.to_string());
+    let mut stored = value.clone();
+    if !call.version.is_v1() {
+        stored[STORED_VERSION] = Value::from("0.3");
+    }
+    let bytes = Bytes::from(stored.to_string());
     if !call
         .agent
         .store
@@ -555,9 +573,7 @@ async fn get_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
         .get_push(&call.owner, &params.task_id, &id)
         .await?
     {
-        Some(bytes) => Ok(Answer::Value(
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )),
+        Some(bytes) => Ok(Answer::Value(shown(&bytes).unwrap_or(Value::Null))),
         None => Err(A2aError::TaskNotFound.into()),
     }
 }
@@ -575,10 +591,7 @@ async fn list_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
     else {
         return Err(A2aError::TaskNotFound.into());
     };
-    let configs: Vec<Value> = configs
-        .iter()
-        .filter_map(|bytes| serde_json::from_slice(bytes).ok())
-        .collect();
+    let configs: Vec<Value> = configs.iter().filter_map(|bytes| shown(bytes)).collect();
     Ok(Answer::Value(
         json!({ "configs": configs, "nextPageToken": "" }),
     ))
@@ -655,10 +668,12 @@ impl super::agent::Agent {
         if configs.is_empty() {
             return;
         }
-        let Ok(body) = serde_json::to_vec(event) else {
+        let Ok(value) = serde_json::to_value(event) else {
             return;
         };
-        let body = Bytes::from(body);
+        let body = Bytes::from(value.to_string());
+        // The 0.3 body, for configs registered over 0.3; made once, when one needs it.
+        let mut body_v03: Option<Bytes> = None;
         // The tenant's allowlist as it is now: a reload that removes a host stops deliveries.
         let snapshot = self.catalog.current();
         let allowed = snapshot
@@ -667,8 +682,19 @@ impl super::agent::Agent {
             .unwrap_or_default();
         let policy = PushPolicy::new(self.settings.allow_http_push, &allowed);
         for config in configs {
-            let Ok(config) = serde_json::from_slice::<PushConfig>(&config) else {
+            let Ok(mut config) = serde_json::from_slice::<PushConfig>(&config) else {
                 continue;
+            };
+            let v03 = config.extra.remove(STORED_VERSION).is_some();
+            let body = if v03 {
+                body_v03
+                    .get_or_insert_with(|| {
+                        let event = super::v03::event_to_v03(&value, event.ends_stream());
+                        Bytes::from(event.to_string())
+                    })
+                    .clone()
+            } else {
+                body.clone()
             };
             self.push.enqueue(push::Delivery {
                 tenant: owner.tenant.clone(),
@@ -677,7 +703,7 @@ impl super::agent::Agent {
                 task_id: task_id.to_owned(),
                 config,
                 policy: policy.clone(),
-                body: body.clone(),
+                body,
             });
         }
     }

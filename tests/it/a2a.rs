@@ -1278,3 +1278,93 @@ async fn with_redis_a_task_running_on_one_instance_is_followed_and_cancelled_on_
     tokio::time::sleep(Duration::from_millis(100)).await;
     crate::cluster::cleanup(&url, &prefix).await;
 }
+
+#[tokio::test]
+async fn a_config_registered_over_0_3_gets_0_3_bodies() {
+    let hook = Downstream::new()
+        .fallback(Answer::Plain(200, ""))
+        .start()
+        .await;
+    let acme = Acme::start("[server.a2a]\nallow_http_push = true\n").await;
+    let url = format!("http://127.0.0.1:{}/hook03", hook.addr.port());
+    let message = json!({"kind": "message", "messageId": "p03", "role": "user",
+        "parts": [{"kind": "data", "data": {"tool": "echo", "arguments": {}}}]});
+    let headers = [
+        ("content-type", "application/json"),
+        ("x-api-key", acme.alice.token.as_str()),
+    ];
+    let body = request(
+        1,
+        "message/send",
+        json!({"message": message, "configuration": {"blocking": true,
+            "pushNotificationConfig": {"url": url, "token": "t03",
+                "authentication": {"schemes": ["Bearer"], "credentials": "c03"}}}}),
+    );
+    let addr = acme.server.addr;
+    let task = result(
+        &support::send(
+            addr,
+            support::request(addr, Method::POST, ACME_A2A, &headers, &body),
+        )
+        .await,
+    );
+    assert_eq!(task["status"]["state"], "completed", "{task}");
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while hook.hits() < 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} pushes",
+            hook.hits()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let bodies: Vec<Value> = hook
+        .requests()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).expect("JSON"))
+        .collect();
+    assert_eq!(bodies[0]["kind"], "task", "{bodies:?}");
+    assert_eq!(bodies[1]["kind"], "status-update");
+    assert_eq!(bodies[1]["status"]["state"], "working");
+    assert_eq!(bodies[3]["status"]["state"], "completed");
+    assert_eq!(bodies[3]["final"], true);
+    assert_eq!(hook.requests()[0].headers["authorization"], "Bearer c03");
+    // The stored config shows nothing of the marker.
+    let id = task["id"].as_str().expect("id");
+    let got = result(
+        &acme
+            .call(
+                &acme.alice(),
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": id}),
+            )
+            .await,
+    );
+    assert!(!got.to_string().contains("x-sluice"), "{got}");
+}
+
+#[tokio::test]
+async fn a_1_0_card_request_gets_the_pure_1_0_card() {
+    let demo = demo().await;
+    let reply = support::send(
+        demo.addr,
+        support::request(demo.addr, Method::GET, CARD, &[("a2a-version", "1.0")], ""),
+    )
+    .await;
+    let card = reply.json();
+    assert!(card.get("protocolVersion").is_none(), "{card}");
+    assert!(card.get("url").is_none());
+    assert!(
+        card["securitySchemes"]
+            .as_object()
+            .is_some_and(|schemes| schemes.values().all(|s| s.get("type").is_none())),
+        "{card}"
+    );
+    assert_eq!(reply.header("vary"), "A2A-Version");
+    let mixed = support::send(
+        demo.addr,
+        support::request(demo.addr, Method::GET, CARD, &[], ""),
+    )
+    .await;
+    assert_ne!(mixed.header("etag"), reply.header("etag"));
+}
