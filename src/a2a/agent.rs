@@ -277,7 +277,11 @@ impl Agent {
         let params = if version.is_v1() {
             Ok(request.params)
         } else {
-            v03::params_to_v1(method, request.params)
+            request
+                .params
+                .value()
+                .and_then(|value| v03::params_to_v1(method, value))
+                .map(|value| rpc::Params::from_value(&value))
         };
         let outcome = match params {
             Ok(params) => methods::call(&call, method, params).await,
@@ -292,6 +296,14 @@ impl Agent {
                 } else {
                     v03::result_to_v03(method, value)
                 };
+                Ok(json_answer(rpc::result(&request.id, &value)))
+            }
+            Ok(Answer::Raw(json)) if version.is_v1() => {
+                Ok(json_answer(rpc::result_raw(&request.id, &json)))
+            }
+            Ok(Answer::Raw(json)) => {
+                let value = serde_json::from_slice(&json).unwrap_or(serde_json::Value::Null);
+                let value = v03::result_to_v03(method, value);
                 Ok(json_answer(rpc::result(&request.id, &value)))
             }
             Ok(Answer::Stream(stream)) => Ok(super::stream::respond(self, &call, stream)),

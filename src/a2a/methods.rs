@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use super::agent::Call;
 use super::model::{Message, Role, StreamResponse, Task, TaskState, TaskStatus};
 use super::push::{self, PushConfig, PushPolicy};
+use super::rpc::Params;
 use super::run;
 use super::store::{Appended, CancelOutcome, ListQuery, Owner, StoreError, Subscription, TaskPage};
 use super::{card, tool, A2aError};
@@ -58,6 +59,8 @@ pub(crate) fn v1_name(method: &str) -> Option<&'static str> {
 pub(crate) enum Answer {
     /// One JSON-RPC result (1.0 shape).
     Value(Value),
+    /// One JSON-RPC result (1.0 shape) as JSON text, written verbatim.
+    Raw(Bytes),
     /// An event stream.
     Stream(Box<TaskStream>),
 }
@@ -103,7 +106,7 @@ pub(crate) fn store_error(err: StoreError) -> A2aError {
 }
 
 /// Runs one 1.0 method.
-pub(crate) async fn call(call: &Call<'_>, method: &str, params: Value) -> Result<Answer, Fail> {
+pub(crate) async fn call(call: &Call<'_>, method: &str, params: Params) -> Result<Answer, Fail> {
     match method {
         SEND_MESSAGE => send(call, params, false).await,
         SEND_STREAMING_MESSAGE => send(call, params, true).await,
@@ -126,8 +129,8 @@ pub(crate) async fn call(call: &Call<'_>, method: &str, params: Value) -> Result
     }
 }
 
-fn read<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, A2aError> {
-    serde_json::from_value(params).map_err(|err| A2aError::InvalidParams(err.to_string().into()))
+fn read<T: serde::de::DeserializeOwned>(params: Params) -> Result<T, A2aError> {
+    params.read()
 }
 
 // === SendMessage, SendStreamingMessage ===
@@ -179,7 +182,7 @@ fn accepts_output(accepted: &[String]) -> bool {
         })
 }
 
-async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer, Fail> {
+async fn send(call: &Call<'_>, params: Params, streaming: bool) -> Result<Answer, Fail> {
     let SendParams {
         mut message,
         configuration,
@@ -216,7 +219,7 @@ async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer,
     let agent = call.agent;
     let owner = &call.owner;
 
-    let (task_id, subscription) = match message.task_id.clone() {
+    let (task_id, waiting) = match message.task_id.clone() {
         Some(task_id) => {
             let Some(stored) = agent.store.get(owner, &task_id).await? else {
                 return Err(A2aError::TaskNotFound.into());
@@ -242,7 +245,7 @@ async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer,
                 store_push(call, &task_id, config).await?;
             }
             run::follow_up(agent, owner, &task_id, message)?;
-            (task_id, subscription)
+            (task_id, Waiting::new(subscription, None))
         }
         None => {
             let task_id = new_id();
@@ -264,20 +267,26 @@ async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer,
                 extra: Default::default(),
             };
             agent.store.create(owner, &task).await?;
+            // A new task has no push config but the inline one.
             if let Some(config) = inline_push {
                 store_push(call, &task_id, config).await?;
+                agent
+                    .push_event(owner, &task_id, &StreamResponse::Task(task.clone()))
+                    .await;
             }
-            agent
-                .push_event(owner, &task_id, &StreamResponse::Task(task.clone()))
-                .await;
-            let subscription = agent.store.subscribe(owner, &task_id).await?;
-            run::start(call, task, message).await?;
-            (task_id, subscription)
+            // A stream follows the task's events; a blocking send only waits for its end.
+            let subscription = if streaming {
+                agent.store.subscribe(owner, &task_id).await?
+            } else {
+                None
+            };
+            let done = run::start(call, task, message).await?;
+            (task_id, Waiting::new(subscription, done))
         }
     };
 
     if streaming {
-        let Some(subscription) = subscription else {
+        let Some(subscription) = waiting.subscription else {
             return Err(A2aError::TaskNotFound.into());
         };
         let first = StreamResponse::Task(subscription.snapshot.clone());
@@ -290,26 +299,71 @@ async fn send(call: &Call<'_>, params: Value, streaming: bool) -> Result<Answer,
         .history_length
         .or(Some(agent.settings.default_history_length));
     if !configuration.return_immediately {
-        if let Some(subscription) = subscription {
-            let limit = Duration::from_secs(agent.settings.blocking_timeout_secs);
-            let _ = tokio::time::timeout(limit, settled(subscription)).await;
+        let limit = Duration::from_secs(agent.settings.blocking_timeout_secs);
+        let _ = tokio::time::timeout(limit, waiting.settled()).await;
+    }
+    // A terminal task held as JSON is answered as it is, unless the history is trimmed.
+    if let Some((json, held)) = agent.store.terminal_json(owner, &task_id) {
+        if history.is_none_or(|n| n >= held) {
+            let mut result = bytes::BytesMut::with_capacity(json.len() + 10);
+            result.extend_from_slice(b"{\"task\":");
+            result.extend_from_slice(&json);
+            result.extend_from_slice(b"}");
+            return Ok(Answer::Raw(result.freeze()));
         }
     }
     let Some(stored) = agent.store.get(owner, &task_id).await? else {
         return Err(A2aError::TaskNotFound.into());
     };
     let task = stored.task.trimmed(history, true);
-    Ok(Answer::Value(json!({ "task": task })))
+    Ok(raw(&SendResult { task: &task }))
 }
 
-/// Waits until the subscription's task ends its stream (terminal or interrupted).
-async fn settled(mut subscription: Subscription) {
-    if StreamResponse::Task(subscription.snapshot.clone()).ends_stream() {
-        return;
+/// `SendMessage`'s result: `{"task": …}`.
+#[derive(serde::Serialize)]
+struct SendResult<'a> {
+    task: &'a Task,
+}
+
+/// A result serialized straight to JSON text (no `Value` tree in between).
+fn raw<T: serde::Serialize>(result: &T) -> Answer {
+    Answer::Raw(Bytes::from(
+        serde_json::to_vec(result).unwrap_or_else(|_| b"null".to_vec()),
+    ))
+}
+
+/// What a send waits on: the task's runner saying it is done (a new task run here), or the
+/// task's events (a follow-up, or a stream).
+struct Waiting {
+    subscription: Option<Subscription>,
+    done: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+impl Waiting {
+    fn new(
+        subscription: Option<Subscription>,
+        done: Option<tokio::sync::oneshot::Receiver<()>>,
+    ) -> Self {
+        Self { subscription, done }
     }
-    while let Some(event) = subscription.next().await {
-        if event.ends_stream() {
+
+    /// Resolves once the task ends its stream (terminal or interrupted).
+    async fn settled(self) {
+        if let Some(done) = self.done {
+            // Sent, or dropped with the runner: the task ended either way.
+            let _ = done.await;
             return;
+        }
+        let Some(mut subscription) = self.subscription else {
+            return;
+        };
+        if StreamResponse::Task(subscription.snapshot.clone()).ends_stream() {
+            return;
+        }
+        while let Some(event) = subscription.next().await {
+            if event.ends_stream() {
+                return;
+            }
         }
     }
 }
@@ -339,7 +393,7 @@ struct TaskParams {
     history_length: Option<usize>,
 }
 
-async fn get_task(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+async fn get_task(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
     let params: TaskParams = read(params)?;
     let Some(stored) = call.agent.store.get(&call.owner, &params.id).await? else {
         return Err(A2aError::TaskNotFound.into());
@@ -347,9 +401,7 @@ async fn get_task(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
     let history = params
         .history_length
         .or(Some(call.agent.settings.default_history_length));
-    Ok(Answer::Value(
-        serde_json::to_value(stored.task.trimmed(history, true)).unwrap_or(Value::Null),
-    ))
+    Ok(raw(&stored.task.trimmed(history, true)))
 }
 
 #[derive(Deserialize)]
@@ -371,7 +423,7 @@ struct ListParams {
     include_artifacts: bool,
 }
 
-async fn list_tasks(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+async fn list_tasks(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
     let params: ListParams = read(params)?;
     let settings = &call.agent.settings;
     let page_size = match params.page_size {
@@ -420,7 +472,7 @@ async fn list_tasks(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
     })))
 }
 
-async fn cancel_task(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+async fn cancel_task(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
     let params: TaskParams = read(params)?;
     match call.agent.store.cancel(&call.owner, &params.id).await? {
         CancelOutcome::NotFound => Err(A2aError::TaskNotFound.into()),
@@ -441,7 +493,7 @@ async fn cancel_task(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
     }
 }
 
-async fn subscribe(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+async fn subscribe(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
     let params: TaskParams = read(params)?;
     let Some(subscription) = call.agent.store.subscribe(&call.owner, &params.id).await? else {
         return Err(A2aError::TaskNotFound.into());
@@ -470,7 +522,8 @@ async fn push_config(
     if !call.agent.settings.push_enabled() {
         return Err(A2aError::PushNotSupported);
     }
-    let mut config: PushConfig = read(config)?;
+    let mut config: PushConfig = serde_json::from_value(config)
+        .map_err(|err| A2aError::InvalidParams(err.to_string().into()))?;
     if let Some(task_id) = task_id {
         config.task_id = task_id.to_owned();
     }
@@ -530,7 +583,8 @@ async fn store_push(call: &Call<'_>, task_id: &str, mut config: PushConfig) -> R
     Ok(value)
 }
 
-async fn create_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+async fn create_push(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
+    let params = params.value()?;
     let Some(task_id) = params
         .get("taskId")
         .and_then(Value::as_str)
@@ -561,7 +615,7 @@ struct PushParams {
     id: Option<String>,
 }
 
-async fn get_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+async fn get_push(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
     if !call.agent.settings.push_enabled() {
         return Err(A2aError::PushNotSupported.into());
     }
@@ -578,7 +632,7 @@ async fn get_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
     }
 }
 
-async fn list_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+async fn list_push(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
     if !call.agent.settings.push_enabled() {
         return Err(A2aError::PushNotSupported.into());
     }
@@ -597,7 +651,7 @@ async fn list_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
     ))
 }
 
-async fn delete_push(call: &Call<'_>, params: Value) -> Result<Answer, Fail> {
+async fn delete_push(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
     if !call.agent.settings.push_enabled() {
         return Err(A2aError::PushNotSupported.into());
     }

@@ -18,7 +18,32 @@ pub(crate) struct Request {
     /// The method as sent (a 0.3 name is translated by the caller).
     pub method: String,
     /// The params (`{}` when absent).
-    pub params: Value,
+    pub params: Params,
+}
+
+/// A request's params object as compact JSON text, read into the method's own type in one
+/// pass (no intermediate `Value` tree on the 1.0 path).
+#[derive(Debug, Clone)]
+pub(crate) struct Params(Bytes);
+
+impl Params {
+    /// The params of `value` (an object).
+    pub(crate) fn from_value(value: &Value) -> Params {
+        Params(Bytes::from(
+            serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()),
+        ))
+    }
+
+    /// The params read as `T`; `InvalidParams` with serde's reason when they do not fit.
+    pub(crate) fn read<T: serde::de::DeserializeOwned>(&self) -> Result<T, A2aError> {
+        serde_json::from_slice(&self.0)
+            .map_err(|err| A2aError::InvalidParams(err.to_string().into()))
+    }
+
+    /// The params as a JSON value.
+    pub(crate) fn value(&self) -> Result<Value, A2aError> {
+        self.read()
+    }
 }
 
 /// Why a body is not an A2A request: the error and the id to answer it with, when readable.
@@ -47,17 +72,18 @@ pub(crate) fn parse(body: &mut [u8], limits: &jsonrpc::Limits) -> Result<Request
             id.write_json(&mut text);
             let id = text.freeze();
             let params = match params {
-                None => Value::Object(serde_json::Map::new()),
-                // The tape was checked (depth, names); serde reads the compact copy.
-                Some(payload) => match serde_json::from_slice::<Value>(&payload.to_json_vec()) {
-                    Ok(value @ Value::Object(_)) => value,
-                    _ => {
+                None => Params(Bytes::from_static(b"{}")),
+                // The tape was checked (depth, names); the method reads the compact copy.
+                Some(payload) => {
+                    let json = payload.to_json_vec();
+                    if json.first() != Some(&b'{') {
                         return Err(Refused {
                             id: Some(id),
                             error: A2aError::InvalidParams("params must be an object".into()),
-                        })
+                        });
                     }
-                },
+                    Params(Bytes::from(json))
+                }
             };
             Ok(Request {
                 id,
@@ -84,6 +110,17 @@ pub(crate) fn parse(body: &mut [u8], limits: &jsonrpc::Limits) -> Result<Request
 pub(crate) fn result(id: &[u8], result: &Value) -> Bytes {
     let mut out = BytesMut::with_capacity(128);
     write_result(&mut out, id, result);
+    out.freeze()
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` with `result` already JSON text.
+pub(crate) fn result_raw(id: &[u8], result: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(result.len() + id.len() + 32);
+    out.put_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.put_slice(id);
+    out.put_slice(b",\"result\":");
+    out.put_slice(result);
+    out.put_u8(b'}');
     out.freeze()
 }
 
@@ -128,7 +165,7 @@ mod tests {
                 assert_eq!(&request.id[..], id.as_bytes(), "{body}");
                 assert_eq!(request.method, method, "{body}");
                 let params: Value = serde_json::from_str(params).expect("params");
-                assert_eq!(request.params, params, "{body}");
+                assert_eq!(request.params.value().expect("params"), params, "{body}");
             }
             (Err(refused), Err((id, code))) => {
                 assert_eq!(refused.id.as_deref(), id.map(str::as_bytes), "{body}");

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::agent::{Agent, Call};
 use super::methods::{new_id, Fail};
@@ -52,8 +52,13 @@ fn key(owner: &Owner, task_id: &str) -> String {
     format!("{}/{task_id}", owner.tenant)
 }
 
-/// Records `WORKING` and spawns the task's job for `message`.
-pub(crate) async fn start(call: &Call<'_>, task: Task, message: Message) -> Result<(), Fail> {
+/// Records `WORKING` and spawns the task's job for `message`; the receiver resolves when the
+/// job is done (the task ended, or its runner went).
+pub(crate) async fn start(
+    call: &Call<'_>,
+    task: Task,
+    message: Message,
+) -> Result<Option<oneshot::Receiver<()>>, Fail> {
     let agent = Arc::clone(call.agent);
     let working = status_event(&task.id, &task.context_id, TaskState::Working, None);
     agent.record(&call.owner, &task.id, &working).await?;
@@ -63,7 +68,9 @@ pub(crate) async fn start(call: &Call<'_>, task: Task, message: Message) -> Resu
         .queues
         .lock()
         .insert(key(&call.owner, &task.id), tx);
+    let (done, finished) = oneshot::channel();
     let job = Job {
+        done: Some(done),
         agent,
         owner: call.owner.clone(),
         task_id: task.id,
@@ -74,7 +81,7 @@ pub(crate) async fn start(call: &Call<'_>, task: Task, message: Message) -> Resu
         external: call.admitted.external.clone(),
     };
     tokio::spawn(job.run(message, rx));
-    Ok(())
+    Ok(Some(finished))
 }
 
 /// Queues a follow-up `message` on the running task `task_id`.
@@ -126,6 +133,8 @@ struct Ending {
 
 /// One task's job.
 struct Job {
+    /// Told when the job is done (a blocking send waits on it).
+    done: Option<oneshot::Sender<()>>,
     agent: Arc<Agent>,
     owner: Owner,
     task_id: String,
@@ -137,7 +146,8 @@ struct Job {
 }
 
 impl Job {
-    async fn run(self, first: Message, mut queue: mpsc::Receiver<Message>) {
+    async fn run(mut self, first: Message, mut queue: mpsc::Receiver<Message>) {
+        let done = self.done.take();
         let cancelled = self.agent.store.cancelled(&self.owner, &self.task_id);
         let work = async {
             let mut message = first;
@@ -181,6 +191,9 @@ impl Job {
             () = cancelled.wait() => {
                 self.agent.runners.queues.lock().remove(&key(&self.owner, &self.task_id));
             }
+        }
+        if let Some(done) = done {
+            let _ = done.send(());
         }
     }
 

@@ -194,6 +194,16 @@ impl TaskStore {
         }
     }
 
+    /// A terminal task's JSON as held, with its number of history messages, when the store
+    /// keeps it as JSON (the local store's frozen tasks): answered verbatim, with no parse.
+    /// `None` otherwise (the caller reads it with [`TaskStore::get`]).
+    pub(crate) fn terminal_json(&self, owner: &Owner, id: &str) -> Option<(Bytes, usize)> {
+        match self {
+            TaskStore::Local(store) => store.terminal_json(owner, id),
+            TaskStore::Redis(_) => None,
+        }
+    }
+
     /// Applies `event` to the snapshot and logs it, atomically; refused once terminal.
     pub(crate) async fn append(
         &self,

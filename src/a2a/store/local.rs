@@ -43,7 +43,9 @@ const SHARDS: usize = 16;
 enum Held {
     Live(Box<Task>),
     Frozen {
-        json: Box<[u8]>,
+        json: Bytes,
+        /// History messages in `json` (whether a `historyLength` trims it).
+        history: usize,
         state: TaskState,
         context_id: Box<str>,
         /// The status timestamp (`ListTasks` sorts and filters by it).
@@ -116,7 +118,8 @@ impl Held {
             return;
         };
         *self = Held::Frozen {
-            json: json.into_boxed_slice(),
+            json: Bytes::from(json),
+            history: task.history.len(),
             state: task.status.state,
             context_id: task.context_id.as_str().into(),
             stamp: task.status.timestamp.as_deref().unwrap_or_default().into(),
@@ -238,6 +241,14 @@ impl LocalTasks {
             },
         );
         Ok(1)
+    }
+
+    pub(crate) fn terminal_json(&self, owner: &Owner, id: &str) -> Option<(Bytes, usize)> {
+        self.with(owner, id, |entry| match &entry.task {
+            Held::Frozen { json, history, .. } => Some((json.clone(), *history)),
+            Held::Live(_) => None,
+        })
+        .flatten()
     }
 
     pub(crate) fn get(&self, owner: &Owner, id: &str) -> Option<StoredTask> {
