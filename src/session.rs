@@ -26,6 +26,8 @@ mod store;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Key escaping and bounded commands, shared with the A2A task store's Redis keys.
+pub(crate) use self::redis::wire as redis_wire;
 pub use self::redis::{
     decode_deliver, decode_invalidate, encode_deliver, encode_invalidate, FrameError,
     RedisBackplane, RedisConfig, RedisStore, Routed, DEFAULT_HOLDER_TTL,

@@ -12,9 +12,7 @@
 
 #![allow(unsafe_code)] // the counting `GlobalAlloc` wraps mimalloc
 
-use std::alloc::{GlobalAlloc, Layout};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,42 +23,10 @@ use hyper_util::rt::TokioIo;
 use sluice::catalog::Catalog;
 use tokio::net::{TcpListener, TcpStream};
 
-struct Counting;
+#[path = "common/counting.rs"]
+mod counting;
 
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call forwards to mimalloc with the same arguments; the wrapper only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { mimalloc::MiMalloc.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
+use counting::live;
 
 const N_TASKS: usize = 10_000;
 const WARM_UP: usize = 200;

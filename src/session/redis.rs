@@ -30,7 +30,7 @@ mod store;
 mod subscriber;
 #[cfg(test)]
 mod tests;
-mod wire;
+pub(crate) mod wire;
 
 pub use backplane::RedisBackplane;
 pub use cache::DEFAULT_SESSION_CACHE_CAPACITY;

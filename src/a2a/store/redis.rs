@@ -26,6 +26,7 @@
 //! [`StoreError::Unavailable`]. Must not block a multiplexed connection (no `XREAD BLOCK`),
 //! know HTTP or JSON-RPC, or run tasks.
 
+use crate::session::redis_wire::component;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,7 +35,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use redis::aio::ConnectionManager;
 use redis::RedisResult;
 
@@ -65,35 +65,15 @@ const CAS_PAUSE: Duration = Duration::from_millis(2);
 /// Tasks whose list fields are read per round trip by `list`.
 const LIST_BATCH: usize = 256;
 
-/// Bytes escaped in a key component, so that `:` always separates components and two
-/// different (tenant, client, caller, id) never produce the same key; the same set as the
-/// session store's (`session/redis/wire.rs`, not reachable from here). Non-ASCII is always
-/// escaped.
-const COMPONENT: &AsciiSet = &CONTROLS.add(b':').add(b'%').add(b' ').add(b'*').add(b'?');
-
-/// One key component, escaped (see [`COMPONENT`]).
-fn component(text: &str) -> String {
-    utf8_percent_encode(text, COMPONENT).to_string()
-}
-
-/// Runs one Redis operation bounded by `limit`; a timeout or any Redis error is
-/// [`StoreError::Unavailable`] (the text never holds the URL, which may hold a password).
+/// Runs one Redis operation bounded by `limit` (the session store's bound); a timeout or any
+/// Redis error is [`StoreError::Unavailable`] (the text never holds the URL).
 async fn bounded<T>(
     limit: Duration,
     operation: impl Future<Output = RedisResult<T>>,
 ) -> Result<T, StoreError> {
-    match tokio::time::timeout(limit, operation).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(StoreError::Unavailable(format!(
-            "{:?}: {}",
-            error.kind(),
-            error
-        ))),
-        Err(_) => Err(StoreError::Unavailable(format!(
-            "no answer within {} ms",
-            limit.as_millis()
-        ))),
-    }
+    crate::session::redis_wire::bounded(limit, operation)
+        .await
+        .map_err(|failed| StoreError::Unavailable(failed.into_text()))
 }
 
 /// A record Redis holds that does not read back (written by a newer build, or damaged).

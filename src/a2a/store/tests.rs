@@ -17,12 +17,11 @@ use std::time::{Duration, Instant};
 use ::redis::AsyncCommands as _;
 
 use bytes::Bytes;
-use serde_json::json;
 
 use super::*;
 use crate::a2a::model::{
-    Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
-    TaskStatus, TaskStatusUpdateEvent,
+    Artifact, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
 };
 
 fn owner(tenant: &str, client: &str, caller: &str) -> Owner {
@@ -991,38 +990,4 @@ async fn terminal_tasks_expire_after_retention(h: &Harness) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(store.counts(), [(Arc::from("acme"), 1)]);
-}
-
-/// A small completed task: one history message, one artifact with a data part and a text part.
-pub(crate) fn small_completed(n: usize) -> Task {
-    let mut t = task(
-        &format!("{n:08x}-5d2c-4a8e-9b1f-0c6e2d7a4b3f"),
-        "ctx-0001",
-        TaskState::Completed,
-        "2026-12-02T10:00:00.000Z",
-    );
-    t.history.push(Message {
-        message_id: format!("m-{n}"),
-        role: Role::parse("ROLE_USER"),
-        parts: vec![Part::text("look up Ada")],
-        context_id: Some("ctx-0001".into()),
-        task_id: None,
-        metadata: None,
-        extensions: Vec::new(),
-        reference_task_ids: Vec::new(),
-        extra: Default::default(),
-    });
-    t.artifacts.push(Artifact {
-        artifact_id: "result".into(),
-        name: None,
-        description: None,
-        parts: vec![
-            Part::data(json!({"id": 1, "name": "Ada"})),
-            Part::text("found"),
-        ],
-        metadata: None,
-        extensions: Vec::new(),
-        extra: Default::default(),
-    });
-    t
 }

@@ -4,7 +4,8 @@
 //! text of a failed one ([`Unavailable`], which becomes [`SessionError::Unavailable`] or
 //! [`BackplaneError::Unavailable`]), reading a reply as bytes, durations as the milliseconds
 //! Lua reads. Must not know a key layout or
-//! a script: those belong to `store.rs` and `backplane.rs`.
+//! a script: those belong to `store.rs` and `backplane.rs` (and the A2A task store's
+//! `a2a/store/redis.rs`, which shares these helpers).
 
 use std::future::Future;
 use std::time::Duration;
@@ -20,7 +21,7 @@ use super::super::{BackplaneError, SessionError};
 const COMPONENT: &AsciiSet = &CONTROLS.add(b':').add(b'%').add(b' ').add(b'*').add(b'?');
 
 /// One component of a key or channel name, escaped (see [`COMPONENT`]).
-pub(super) fn component(text: &str) -> String {
+pub(crate) fn component(text: &str) -> String {
     escaped(text).to_string()
 }
 
@@ -33,7 +34,14 @@ pub(super) fn escaped(text: &str) -> PercentEncode<'_> {
 /// A Redis command failed or did not answer in time; carries the text of
 /// `SessionError::Unavailable` or `BackplaneError::Unavailable`, whichever the caller reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Unavailable(String);
+pub(crate) struct Unavailable(String);
+
+impl Unavailable {
+    /// What failed, for another layer's error (the A2A task store's).
+    pub(crate) fn into_text(self) -> String {
+        self.0
+    }
+}
 
 impl From<Unavailable> for SessionError {
     fn from(Unavailable(text): Unavailable) -> Self {
@@ -50,7 +58,7 @@ impl From<Unavailable> for BackplaneError {
 /// Runs one Redis operation, bounded by `limit`. A timeout or any Redis error is
 /// [`Unavailable`]: the caller cannot tell a slow Redis from a dead one, and must not wait
 /// longer than its budget to find out.
-pub(super) async fn bounded<T>(
+pub(crate) async fn bounded<T>(
     limit: Duration,
     operation: impl Future<Output = RedisResult<T>>,
 ) -> Result<T, Unavailable> {
