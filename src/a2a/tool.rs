@@ -147,24 +147,42 @@ pub(crate) async fn run(d: &Dispatcher, scope: &Scope<'_>, call: &ToolCall) -> O
     }
 }
 
+/// The members of a `CallToolResult` an outcome needs (the rest is skipped unread).
+#[derive(serde::Deserialize)]
+struct CallToolResult {
+    #[serde(default)]
+    content: Vec<Content>,
+    #[serde(default, rename = "structuredContent")]
+    structured: Option<Value>,
+    #[serde(default, rename = "isError")]
+    is_error: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct Content {
+    #[serde(default)]
+    text: Option<String>,
+}
+
 /// A `CallToolResult`'s bytes as an outcome.
 pub(crate) fn from_result(result: &[u8], invalid_arguments: Option<bool>) -> Outcome {
-    let Ok(result) = serde_json::from_slice::<Value>(result) else {
+    let Ok(result) = serde_json::from_slice::<CallToolResult>(result) else {
         return Outcome::Failed("internal error".to_owned());
     };
     let text = result
-        .pointer("/content/0/text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        .content
+        .into_iter()
+        .next()
+        .and_then(|content| content.text)
+        .unwrap_or_default();
+    if result.is_error {
         return match invalid_arguments {
             Some(true) => Outcome::Rejected(text),
             _ => Outcome::Failed(text),
         };
     }
     Outcome::Completed {
-        structured: result.get("structuredContent").cloned(),
+        structured: result.structured,
         text,
     }
 }

@@ -153,9 +153,12 @@ impl Entry {
     /// Sends `event` at the current version to the subscribers, dropping the feed once nobody
     /// listens. After the event that ends the task, the feed and the cancel signal go (their
     /// receivers see the end) and the task is frozen.
-    fn publish(&mut self, event: StreamResponse) {
+    fn publish(&mut self, event: &StreamResponse) {
         if let Some(feed) = &self.feed {
-            if feed.receiver_count() == 0 || feed.send((self.version, Arc::new(event))).is_err() {
+            // Copied only when someone listens.
+            if feed.receiver_count() == 0
+                || feed.send((self.version, Arc::new(event.clone()))).is_err()
+            {
                 self.feed = None;
             }
         }
@@ -269,7 +272,7 @@ impl LocalTasks {
             if terminal {
                 entry.since = Instant::now();
             }
-            entry.publish(event.clone());
+            entry.publish(event);
             Appended::Applied(entry.version)
         })
         .unwrap_or(Appended::NotFound)
@@ -299,7 +302,7 @@ impl LocalTasks {
             if let Some(cancel) = entry.cancel.take() {
                 let _ = cancel.send(true);
             }
-            entry.publish(event);
+            entry.publish(&event);
             CancelOutcome::Canceled(canceled)
         })
         .unwrap_or(CancelOutcome::NotFound)
