@@ -675,27 +675,6 @@ async fn delete_push(call: &Call<'_>, params: Params) -> Result<Answer, Fail> {
     Ok(Answer::Value(Value::Null))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn output_modes_match_exactly_or_by_wildcard() {
-        let modes = |list: &[&str]| list.iter().map(|m| (*m).to_owned()).collect::<Vec<_>>();
-        assert!(accepts_output(&[]));
-        assert!(accepts_output(&modes(&["application/json"])));
-        assert!(accepts_output(&modes(&["Text/Plain; charset=utf-8"])));
-        assert!(accepts_output(&modes(&["image/png", "text/*"])));
-        assert!(accepts_output(&modes(&["*/*"])));
-        assert!(!accepts_output(&modes(&["image/png"])));
-        assert!(!accepts_output(&modes(&["audio/*"])));
-        let id = new_id();
-        assert_eq!(id.len(), 36);
-        assert_eq!(&id[14..15], "4", "{id}");
-        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"), "{id}");
-    }
-}
-
 impl super::agent::Agent {
     /// Records `event` on the task and hands it to its push configs: the one way the runner
     /// and the methods change a task.
@@ -760,5 +739,26 @@ impl super::agent::Agent {
                 body,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_modes_match_exactly_or_by_wildcard() {
+        let modes = |list: &[&str]| list.iter().map(|m| (*m).to_owned()).collect::<Vec<_>>();
+        assert!(accepts_output(&[]));
+        assert!(accepts_output(&modes(&["application/json"])));
+        assert!(accepts_output(&modes(&["Text/Plain; charset=utf-8"])));
+        assert!(accepts_output(&modes(&["image/png", "text/*"])));
+        assert!(accepts_output(&modes(&["*/*"])));
+        assert!(!accepts_output(&modes(&["image/png"])));
+        assert!(!accepts_output(&modes(&["audio/*"])));
+        let id = new_id();
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "4", "{id}");
+        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"), "{id}");
     }
 }
