@@ -235,7 +235,8 @@ mod tests {
         assert_eq!(names.len(), RouteLabel::COUNT);
         for name in names {
             assert!(
-                name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                name.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
                 "{name}"
             );
         }

@@ -156,6 +156,8 @@ fn expected_types() -> BTreeMap<String, String> {
         (SSE_BYTES, "counter"),
         (DOWNSTREAM_ERRORS, "counter"),
         (SOURCE_ERRORS, "counter"),
+        (A2A_TASKS, "gauge"),
+        (A2A_CALLS, "counter"),
     ]
     .into_iter()
     .map(|(name, kind)| (name.to_owned(), kind.to_owned()))
