@@ -48,7 +48,10 @@ use crate::a2a::model::{
 use crate::shard::FastMap;
 
 mod feed;
+mod format;
 mod scripts;
+
+use format::{owner_field, push_field, push_value, stamp_millis};
 
 use feed::Wakers;
 pub(crate) use feed::{RedisCancel, RedisFeed};
@@ -733,112 +736,8 @@ async fn cas_pause() {
     tokio::time::sleep(Duration::from_micros(rand::random_range(0..=micros))).await;
 }
 
-/// The `owner` field of a task: client and caller, escaped (so `\n` cannot occur in either).
-fn owner_field(owner: &Owner) -> String {
-    format!("{}\n{}", component(&owner.client), component(&owner.caller))
-}
-
-/// The field of push configuration `config_id` (`n` is the insertion counter).
-fn push_field(config_id: &str) -> String {
-    format!("c:{config_id}")
-}
-
-/// A stored push value `{n} {JSON}` as (insertion number, JSON).
-fn push_value(value: &[u8]) -> Option<(u64, Bytes)> {
-    let space = memchr::memchr(b' ', value)?;
-    let seq = std::str::from_utf8(value.get(..space)?)
-        .ok()?
-        .parse()
-        .ok()?;
-    Some((seq, Bytes::copy_from_slice(value.get(space + 1..)?)))
-}
-
-/// Milliseconds since the Unix epoch of an A2A timestamp (`2026-12-02T09:08:32.712Z`,
-/// fraction optional, UTC only); 0 for anything else. Only the index's score: `list` orders
-/// by the timestamp text itself, as the local store does.
-fn stamp_millis(stamp: &str) -> i64 {
-    fn number(text: &str) -> Option<i64> {
-        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        text.parse().ok()
-    }
-    let parse = || -> Option<i64> {
-        let body = stamp.strip_suffix('Z')?;
-        let (date, time) = body.split_once('T')?;
-        let mut date = date.splitn(3, '-');
-        let (year, month, day) = (
-            number(date.next()?)?,
-            number(date.next()?)?,
-            number(date.next()?)?,
-        );
-        let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
-        let mut clock = clock.splitn(3, ':');
-        let (hour, minute, second) = (
-            number(clock.next()?)?,
-            number(clock.next()?)?,
-            number(clock.next()?)?,
-        );
-        let millis = match fraction.get(..fraction.len().min(3)) {
-            Some("") | None => 0,
-            Some(digits) => number(digits)? * 10_i64.pow(3 - digits.len() as u32),
-        };
-        if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-            return None;
-        }
-        // Days from the civil date (H. Hinnant's `days_from_civil`).
-        let y = if month <= 2 { year - 1 } else { year };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let mp = (month + 9) % 12;
-        let doy = (153 * mp + 2) / 5 + day - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        let days = era * 146_097 + doe - 719_468;
-        Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
-    };
-    parse().unwrap_or(0)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stamps_read_as_epoch_millis() {
-        assert_eq!(stamp_millis("1970-01-01T00:00:00.000Z"), 0);
-        assert_eq!(stamp_millis("1970-01-01T00:00:01.5Z"), 1500);
-        assert_eq!(stamp_millis("2000-03-01T00:00:00Z"), 951_868_800_000);
-        assert_eq!(stamp_millis("2026-12-02T09:08:32.712Z"), 1_796_202_512_712);
-        for bad in ["", "2026-12-02", "2026-13-02T00:00:00Z", "x-y-zT1:2:3Z"] {
-            assert_eq!(stamp_millis(bad), 0, "{bad}");
-        }
-    }
-
-    #[test]
-    fn push_values_keep_their_insertion_number() {
-        assert_eq!(
-            push_value(b"12 {\"id\":\"a b\"}"),
-            Some((12, Bytes::from_static(b"{\"id\":\"a b\"}")))
-        );
-        assert_eq!(push_value(b"nospace"), None);
-        assert_eq!(push_value(b"x {}"), None);
-    }
-
-    #[test]
-    fn owner_fields_and_keys_never_collide() {
-        let owner = |client: &str, caller: &str| Owner {
-            tenant: Arc::from("t"),
-            client: Arc::from(client),
-            caller: Arc::from(caller),
-        };
-        assert_ne!(
-            owner_field(&owner("a\nb", "c")),
-            owner_field(&owner("a", "b\nc"))
-        );
-        assert_eq!(owner_field(&owner("app", "apikey:k")), "app\napikey%3Ak");
-        assert_eq!(component("a:b"), "a%3Ab");
-    }
-}
+mod tests;
 
 /// Test hooks into a Redis store's local state.
 #[cfg(test)]
