@@ -26,6 +26,9 @@ mod store;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A fresh Redis namespace for a test, or a visible skip (the A2A task store's tests too).
+#[cfg(test)]
+pub(crate) use self::redis::tests::redis_or_skip;
 /// Key escaping and bounded commands, shared with the A2A task store's Redis keys.
 pub(crate) use self::redis::wire as redis_wire;
 pub use self::redis::{

@@ -80,6 +80,50 @@ pub(crate) struct Agent {
     pub(crate) runners: Runners,
     /// Push delivery.
     pub(crate) push: PushSender,
+    /// The public cards of the current snapshot, built once per client and variant.
+    cards: CardCache,
+}
+
+/// Card bytes and `ETag` by (view address, 1.0-only variant).
+type CardMap = crate::shard::FastMap<(usize, bool), (Bytes, HeaderValue)>;
+
+/// The public card bytes and `ETag` of each (client, variant), for one snapshot version: a
+/// card is built (and hashed) when first asked for after a reload, not on every request.
+#[derive(Default)]
+struct CardCache {
+    /// (snapshot version, card by (the view's address in that snapshot, variant)): the map is
+    /// emptied when the version changes, so an address always names a live view.
+    cards: parking_lot::Mutex<(u64, CardMap)>,
+}
+
+impl CardCache {
+    fn get(
+        &self,
+        snapshot: &crate::catalog::Snapshot,
+        view: &Arc<ClientView>,
+        v1_only: bool,
+        build: impl FnOnce(&ClientView) -> Bytes,
+    ) -> (Bytes, HeaderValue) {
+        let key = (Arc::as_ptr(view) as usize, v1_only);
+        {
+            let cards = self.cards.lock();
+            if cards.0 == snapshot.version() {
+                if let Some(hit) = cards.1.get(&key) {
+                    return hit.clone();
+                }
+            }
+        }
+        let bytes = build(view);
+        let etag = HeaderValue::from_str(&card::etag(&bytes))
+            .unwrap_or_else(|_| HeaderValue::from_static("W/\"0\""));
+        let mut cards = self.cards.lock();
+        if cards.0 != snapshot.version() {
+            // A reload: the cards of the previous snapshot go (clients may have gone too).
+            *cards = (snapshot.version(), Default::default());
+        }
+        cards.1.insert(key, (bytes.clone(), etag.clone()));
+        (bytes, etag)
+    }
 }
 
 impl std::fmt::Debug for Agent {
@@ -122,6 +166,7 @@ impl Agent {
             keepalive: parts.keepalive,
             runners: Runners::default(),
             push,
+            cards: CardCache::default(),
         })
     }
 
@@ -154,21 +199,22 @@ impl Agent {
             Version::from_header(parts.headers.get(A2A_VERSION)),
             Ok(Version::V1)
         );
-        let bytes = self.public_card_bytes(view, v1_only);
-        let etag = card::etag(&bytes);
+        let (bytes, etag) = self.cards.get(&snapshot, view, v1_only, |view| {
+            self.public_card_bytes(view, v1_only)
+        });
         let matched = parts
             .headers
             .get(http::header::IF_NONE_MATCH)
-            .is_some_and(|value| card::matches_if_none_match(value.as_bytes(), &etag));
+            .is_some_and(|value| {
+                card::matches_if_none_match(value.as_bytes(), etag.to_str().unwrap_or_default())
+            });
         let mut answer = if matched {
             response::empty(StatusCode::NOT_MODIFIED)
         } else {
             response::json(StatusCode::OK, bytes)
         };
         let headers = answer.headers_mut();
-        if let Ok(etag) = HeaderValue::from_str(&etag) {
-            headers.insert(http::header::ETAG, etag);
-        }
+        headers.insert(http::header::ETAG, etag);
         headers.insert(
             http::header::CACHE_CONTROL,
             HeaderValue::from_static(card::CARD_CACHE_CONTROL),
@@ -267,7 +313,8 @@ impl Agent {
                 started,
                 &Err(Fail::A2a(err.clone())),
                 None,
-            );
+            )
+            .await;
             return Ok(json_answer(rpc::error(
                 Some(&request.id),
                 &err,
@@ -288,7 +335,8 @@ impl Agent {
             Err(err) => Err(Fail::A2a(err)),
         };
         let tool = call.tool.lock().take();
-        self.finish(&call, method, started, &outcome, tool.as_deref());
+        self.finish(&call, method, started, &outcome, tool.as_deref())
+            .await;
         match outcome {
             Ok(Answer::Value(value)) => {
                 let value = if version.is_v1() {
@@ -317,7 +365,7 @@ impl Agent {
     }
 
     /// Counts and audits one finished call.
-    fn finish(
+    async fn finish(
         &self,
         call: &Call<'_>,
         method: &'static str,
@@ -354,9 +402,8 @@ impl Agent {
         } else if label == "refused" {
             record = record.with_outcome(Outcome::Error, Some("forbidden".to_owned()));
         }
-        let audit = self.audit.clone();
-        // Queued off the request path: the audit writer is bounded on its own.
-        tokio::spawn(async move { audit.record(record).await });
+        // Awaited like every surface's record, so `when_full = "block"` holds the request.
+        self.audit.record(record).await;
     }
 
     fn count(&self, method: &'static str, err: &A2aError) {

@@ -29,7 +29,7 @@ mod frame;
 mod store;
 mod subscriber;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub(crate) mod wire;
 
 pub use backplane::RedisBackplane;

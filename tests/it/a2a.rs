@@ -1368,3 +1368,32 @@ async fn a_1_0_card_request_gets_the_pure_1_0_card() {
     .await;
     assert_ne!(mixed.header("etag"), reply.header("etag"));
 }
+
+#[tokio::test]
+async fn a_reload_changes_the_card_and_its_etag() {
+    let text = |name: &str| {
+        format!(
+            "[[tenant]]\nid = \"acme\"\nauth = {{ anonymous = true }}\n[[tenant.client]]\nid = \"app\"\n\
+             [tenant.client.agent]\nname = \"{name}\"\n"
+        )
+    };
+    let server = TestServer::toml(&text("First")).start().await;
+    let path = "/runtime/acme/app/a2a/.well-known/agent-card.json";
+    let get = || {
+        support::send(
+            server.addr,
+            support::request(server.addr, Method::GET, path, &[], ""),
+        )
+    };
+    let first = get().await;
+    assert_eq!(first.json()["name"], "First");
+    // Served again from the card built once for this snapshot: the same bytes and ETag.
+    let again = get().await;
+    assert_eq!(again.body, first.body);
+    assert_eq!(again.header("etag"), first.header("etag"));
+    let config = sluice::config::parse(&text("Second"), "test").expect("parses");
+    server.catalog.replace(&config).expect("reload");
+    let second = get().await;
+    assert_eq!(second.json()["name"], "Second", "{}", second.text());
+    assert_ne!(second.header("etag"), first.header("etag"));
+}

@@ -104,10 +104,6 @@ struct Harness {
     config: TaskStoreConfig,
 }
 
-fn redis_url() -> String {
-    std::env::var("SLUICE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-}
-
 impl Harness {
     fn local(config: TaskStoreConfig) -> Self {
         Self {
@@ -121,35 +117,7 @@ impl Harness {
     /// A Redis store under a fresh prefix, or `None` (after printing why) when Redis is not
     /// reachable and not required.
     async fn redis(test: &str, config: TaskStoreConfig) -> Option<Self> {
-        let url = redis_url();
-        let reachable = async {
-            let client = ::redis::Client::open(url.as_str()).ok()?;
-            let mut connection = client.get_multiplexed_async_connection().await.ok()?;
-            ::redis::cmd("PING")
-                .query_async::<String>(&mut connection)
-                .await
-                .ok()
-        };
-        let reachable = tokio::time::timeout(Duration::from_secs(2), reachable)
-            .await
-            .ok()
-            .flatten()
-            .is_some();
-        if !reachable {
-            assert!(
-                std::env::var("SLUICE_REQUIRE_REDIS").as_deref() != Ok("1"),
-                "{test}: Redis at {url} is unreachable and SLUICE_REQUIRE_REDIS=1"
-            );
-            // Straight to the process's stderr: the harness captures `eprintln!`, and a skip
-            // must be visible in a passing run.
-            let line = format!(
-                "SKIP {test}: Redis at {url} is unreachable (set SLUICE_REQUIRE_REDIS=1 to fail)\n"
-            );
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-            return None;
-        }
-        let prefix = format!("test-a2a-{test}-{:016x}", rand::random::<u64>());
-        let redis = crate::session::RedisConfig::new(url).with_prefix(prefix);
+        let redis = crate::session::redis_or_skip(&format!("a2a-{test}")).await?;
         let mut harness = Self {
             store: TaskStore::local(config.clone()),
             kind: Kind::Redis,

@@ -32,8 +32,8 @@ fn redis_url() -> String {
 }
 
 /// A fresh namespace on the test Redis, or `None` (after printing why) when Redis is not
-/// reachable and not required.
-async fn redis_or_skip(test: &str) -> Option<RedisConfig> {
+/// reachable and not required. The A2A task store's tests use it too.
+pub(crate) async fn redis_or_skip(test: &str) -> Option<RedisConfig> {
     let url = redis_url();
     let reachable = async {
         let client = ::redis::Client::open(url.as_str()).ok()?;
