@@ -29,6 +29,7 @@ pub(crate) mod error;
 pub(crate) mod methods;
 pub(crate) mod model;
 pub(crate) mod push;
+pub(crate) mod remote;
 pub(crate) mod rpc;
 pub(crate) mod run;
 pub(crate) mod store;

@@ -13,8 +13,9 @@ use serde_json::{Map, Value};
 pub(crate) type Extra = Map<String, Value>;
 
 /// `TaskState` (A2A 1.0, Task states). `Unspecified` is also what an unknown string reads as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub(crate) enum TaskState {
+    #[default]
     Unspecified,
     Submitted,
     Working,

@@ -424,7 +424,7 @@ impl CancelSignal {
 
 impl ListQuery {
     /// Whether a task with this context, state and status timestamp passes the filters.
-    fn matches(&self, context_id: &str, state: TaskState, stamp: &str) -> bool {
+    pub(crate) fn matches(&self, context_id: &str, state: TaskState, stamp: &str) -> bool {
         self.context_id.as_deref().is_none_or(|c| c == context_id)
             && self.state.is_none_or(|s| s == state)
             && self
@@ -435,14 +435,19 @@ impl ListQuery {
 }
 
 /// The page a [`ListQuery`] asks for: its size and where it starts.
-struct Paging {
+pub(crate) struct Paging {
     /// `(status timestamp, task id)` of the last task of the previous page.
     cursor: Option<(String, String)>,
     page_size: usize,
 }
 
 impl Paging {
-    fn new(q: &ListQuery) -> Result<Self, StoreError> {
+    /// The page size (the query's, clamped; the default when it names none).
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub(crate) fn new(q: &ListQuery) -> Result<Self, StoreError> {
         let cursor = match q.page_token.as_deref() {
             None | Some("") => None,
             Some(token) => Some(decode_token(token)?),
@@ -456,7 +461,7 @@ impl Paging {
 
     /// Sorts `matches` (status timestamp, task id, item) newest first, the id breaking ties,
     /// and cuts this page: its items, the next page's token (empty on the last) and the total.
-    fn page<T>(&self, mut matches: Vec<(String, String, T)>) -> (Vec<T>, String, usize) {
+    pub(crate) fn page<T>(&self, mut matches: Vec<(String, String, T)>) -> (Vec<T>, String, usize) {
         matches.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
         let total_size = matches.len();
         let start = match &self.cursor {
