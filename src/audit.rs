@@ -32,7 +32,7 @@ use std::time::SystemTime;
 use tokio::sync::{mpsc, oneshot};
 
 pub(crate) use record::write_rfc3339_millis;
-pub use record::{CallType, Outcome, Record, Surface};
+pub use record::{CallType, Outcome, Record, RemoteCall, Surface};
 
 use crate::config::{AuditSettings, AuditWhenFull};
 use sink::{Counters, Msg};

@@ -19,6 +19,7 @@
 //! anything, or read the environment outside `env.rs`.
 
 mod a2a;
+mod a2a_agent;
 mod audit;
 mod cluster;
 mod env;
@@ -35,9 +36,13 @@ use std::path::Path;
 use serde::Deserialize;
 
 pub use a2a::{A2aSettings, AgentSettings, TenantA2a};
+pub use a2a_agent::{RemoteAgentConfig, SecretRef, UpstreamAuth};
 pub use audit::{AuditSettings, AuditSink, AuditWhenFull};
 pub(crate) use cluster::ClusterSettings;
-pub use env::{Overrides, API_KEY_PEPPER_ENV, BOS_HANDLE_SECRET_ENV, REDIS_URL_ENV};
+pub use env::{
+    resolve_secret, Overrides, SecretError, API_KEY_PEPPER_ENV, BOS_HANDLE_SECRET_ENV,
+    REDIS_URL_ENV,
+};
 pub use load::{parse, LoadError, SyntaxError, MAX_CONFIG_BYTES};
 pub use logging::{LogFormat, LogSettings};
 pub use path::{FieldPath, PathError, Segment};

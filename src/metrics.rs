@@ -15,6 +15,8 @@
 //! | `sluice_downstream_errors_total`, `sluice_source_errors_total` | counter | `code` | [`Metrics::downstream_error`], [`Metrics::source_error`] |
 //! | `sluice_a2a_calls_total` | counter | `method`, `outcome` | [`Metrics::a2a_call`] |
 //! | `sluice_a2a_tasks` | gauge | `tenant` | [`Metrics::set_a2a_tasks`] (the task store's counts, on scrape) |
+//! | `sluice_a2a_remote_calls_total` | counter | `tenant`, `agent`, `method`, `outcome` | [`Metrics::a2a_remote_call`] |
+//! | `sluice_a2a_remote_up` | gauge | `tenant`, `agent` | [`Metrics::set_a2a_remote_up`] (whether the last card fetch worked, on scrape) |
 //! | anything registered | counter / gauge | | [`Metrics::register_counter`], [`Metrics::register_gauge_fn`] |
 //!
 //! - `labels.rs`: [`RouteLabel`], [`MethodLabel`], the counted status codes.
@@ -93,6 +95,11 @@ const DOWNSTREAM_ERRORS: &str = "sluice_downstream_errors_total";
 const SOURCE_ERRORS: &str = "sluice_source_errors_total";
 const A2A_CALLS: &str = "sluice_a2a_calls_total";
 const A2A_TASKS: &str = "sluice_a2a_tasks";
+const A2A_REMOTE_CALLS: &str = "sluice_a2a_remote_calls_total";
+const A2A_REMOTE_UP: &str = "sluice_a2a_remote_up";
+
+/// (tenant, agent) of a registered remote agent.
+type AgentLabels = (std::sync::Arc<str>, std::sync::Arc<str>);
 
 /// Why a family could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -127,6 +134,11 @@ pub struct Metrics {
     a2a_calls: registry::PairCounters,
     /// A2A tasks held per tenant, as the task store counted them at the last scrape.
     a2a_tasks: parking_lot::Mutex<Vec<(std::sync::Arc<str>, usize)>>,
+    /// Proxied calls by (tenant, agent), method and outcome. Agents are few and named in the
+    /// configuration, so the rows are bounded by it.
+    a2a_remote_calls: parking_lot::Mutex<Vec<((AgentLabels, &'static str, &'static str), u64)>>,
+    /// Whether each agent's last card fetch worked, read before a scrape.
+    a2a_remote_up: parking_lot::Mutex<Vec<(AgentLabels, bool)>>,
     /// Families other modules own.
     externals: Externals,
 }
@@ -160,6 +172,8 @@ impl Metrics {
             source_errors: CodeCounters::default(),
             a2a_calls: registry::PairCounters::default(),
             a2a_tasks: parking_lot::Mutex::new(Vec::new()),
+            a2a_remote_calls: parking_lot::Mutex::new(Vec::new()),
+            a2a_remote_up: parking_lot::Mutex::new(Vec::new()),
             externals: Externals::default(),
         }
     }
@@ -262,6 +276,30 @@ impl Metrics {
     /// never task ids.
     pub(crate) fn a2a_call(&self, method: &'static str, outcome: &'static str) {
         self.a2a_calls.add(method, outcome);
+    }
+
+    /// A call proxied to a registered remote agent ended
+    /// (`sluice_a2a_remote_calls_total{tenant,agent,method,outcome}`).
+    pub(crate) fn a2a_remote_call(
+        &self,
+        agent: &AgentLabels,
+        method: &'static str,
+        outcome: &'static str,
+    ) {
+        let mut rows = self.a2a_remote_calls.lock();
+        match rows
+            .iter_mut()
+            .find(|((a, m, o), _)| a == agent && *m == method && *o == outcome)
+        {
+            Some((_, n)) => *n += 1,
+            None => rows.push(((agent.clone(), method, outcome), 1)),
+        }
+    }
+
+    /// Whether each registered agent's card is fresh (`sluice_a2a_remote_up{tenant,agent}`),
+    /// read before a scrape.
+    pub(crate) fn set_a2a_remote_up(&self, up: Vec<(AgentLabels, bool)>) {
+        *self.a2a_remote_up.lock() = up;
     }
 
     /// The A2A tasks each tenant holds (`sluice_a2a_tasks{tenant}`), read before a scrape.
@@ -404,6 +442,40 @@ impl Metrics {
                 "",
                 &[("method", method), ("outcome", outcome)],
                 Value::Unsigned(n),
+            );
+        }
+
+        w.family(
+            A2A_REMOTE_CALLS,
+            "Calls proxied to registered remote A2A agents by agent, method and outcome.",
+            Kind::Counter,
+        );
+        let mut rows = self.a2a_remote_calls.lock().clone();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        for (((tenant, agent), method, outcome), n) in &rows {
+            w.sample(
+                A2A_REMOTE_CALLS,
+                "",
+                &[
+                    ("tenant", tenant),
+                    ("agent", agent),
+                    ("method", method),
+                    ("outcome", outcome),
+                ],
+                Value::Unsigned(*n),
+            );
+        }
+        w.family(
+            A2A_REMOTE_UP,
+            "Whether the last card fetch of each registered remote A2A agent worked (1) or not (0).",
+            Kind::Gauge,
+        );
+        for ((tenant, agent), up) in self.a2a_remote_up.lock().iter() {
+            w.sample(
+                A2A_REMOTE_UP,
+                "",
+                &[("tenant", tenant), ("agent", agent)],
+                Value::Unsigned(u64::from(*up)),
             );
         }
 

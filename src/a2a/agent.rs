@@ -135,6 +135,23 @@ impl std::fmt::Debug for Agent {
     }
 }
 
+/// A request read off a JSON-RPC endpoint.
+pub(crate) struct Incoming {
+    /// The version the caller speaks.
+    pub version: Version,
+    /// The 1.0 method name; `None` when the method is unknown.
+    pub method: Option<&'static str>,
+    /// The request (its params as sent: 0.3 params are translated by the caller).
+    pub request: rpc::Request,
+}
+
+/// What [`Agent::read_request`] made of a request.
+pub(crate) enum Read {
+    Call(Incoming),
+    /// Unreadable: the error answer is ready.
+    Answered(Response<Body>),
+}
+
 /// One call on the JSON-RPC endpoint, as the method table sees it.
 pub(crate) struct Call<'a> {
     pub agent: &'a Arc<Agent>,
@@ -232,18 +249,14 @@ impl Agent {
         Bytes::from(serde_json::to_vec(&card).unwrap_or_default())
     }
 
-    /// `POST /runtime/{t}/{c}/a2a`, admitted by the gate.
-    pub(crate) async fn rpc<B>(
-        self: &Arc<Self>,
-        parts: &Parts,
-        body: B,
-        admitted: Admitted,
-    ) -> Result<Response<Body>, Error>
+    /// Reads one request off a JSON-RPC endpoint (the own agent's or a remote agent's):
+    /// Content-Type (415) → body within the limit (413) → one JSON-RPC request (an unreadable
+    /// one is answered at once on 200) → the `A2A-Version` → the 1.0 method name.
+    pub(crate) async fn read_request<B>(&self, parts: &Parts, body: B) -> Result<Read, Error>
     where
         B: http_body::Body + Unpin,
         B::Error: std::fmt::Display,
     {
-        let started = Instant::now();
         let is_json = parts
             .headers
             .get(http::header::CONTENT_TYPE)
@@ -269,18 +282,22 @@ impl Agent {
             Err(refused) => {
                 let v1 = version.map_or(true, Version::is_v1);
                 self.count("invalid", &refused.error);
-                return Ok(json_answer(rpc::error(
+                return Ok(Read::Answered(json_answer(rpc::error(
                     refused.id.as_deref(),
                     &refused.error,
                     v1,
-                )));
+                ))));
             }
         };
         let version = match version {
             Ok(version) => version,
             Err(err) => {
                 self.count("invalid", &err);
-                return Ok(json_answer(rpc::error(Some(&request.id), &err, true)));
+                return Ok(Read::Answered(json_answer(rpc::error(
+                    Some(&request.id),
+                    &err,
+                    true,
+                ))));
             }
         };
         // A 0.3 request names 0.3 methods; a header-less request naming a 1.0 method is read as
@@ -291,6 +308,33 @@ impl Agent {
                 Some(method) => (Version::V03, Some(method)),
                 None => (Version::V1, methods::v1_name(&request.method)),
             },
+        };
+        Ok(Read::Call(Incoming {
+            version,
+            method,
+            request,
+        }))
+    }
+
+    /// `POST /runtime/{t}/{c}/a2a`, admitted by the gate.
+    pub(crate) async fn rpc<B>(
+        self: &Arc<Self>,
+        parts: &Parts,
+        body: B,
+        admitted: Admitted,
+    ) -> Result<Response<Body>, Error>
+    where
+        B: http_body::Body + Unpin,
+        B::Error: std::fmt::Display,
+    {
+        let started = Instant::now();
+        let Incoming {
+            version,
+            method,
+            request,
+        } = match self.read_request(parts, body).await? {
+            Read::Call(incoming) => incoming,
+            Read::Answered(answer) => return Ok(answer),
         };
         let owner = Owner {
             tenant: Arc::clone(&admitted.caller.tenant),
@@ -406,13 +450,13 @@ impl Agent {
         self.audit.record(record).await;
     }
 
-    fn count(&self, method: &'static str, err: &A2aError) {
+    pub(crate) fn count(&self, method: &'static str, err: &A2aError) {
         self.metrics.a2a_call(method, outcome_label(err));
     }
 }
 
 /// The metrics outcome of a failed call.
-fn outcome_label(err: &A2aError) -> &'static str {
+pub(crate) fn outcome_label(err: &A2aError) -> &'static str {
     match err {
         A2aError::TaskNotFound => "task_not_found",
         A2aError::Internal => "internal",
@@ -424,7 +468,7 @@ fn outcome_label(err: &A2aError) -> &'static str {
 }
 
 /// The audit call type of a method.
-fn call_type(method: &str) -> CallType {
+pub(crate) fn call_type(method: &str) -> CallType {
     match method {
         methods::SEND_MESSAGE | methods::SEND_STREAMING_MESSAGE => CallType::A2aMessage,
         m if m.contains("PushNotificationConfig") => CallType::A2aPush,
@@ -433,7 +477,7 @@ fn call_type(method: &str) -> CallType {
 }
 
 /// A JSON-RPC answer on 200.
-fn json_answer(bytes: Bytes) -> Response<Body> {
+pub(crate) fn json_answer(bytes: Bytes) -> Response<Body> {
     response::json(StatusCode::OK, bytes)
 }
 

@@ -15,6 +15,22 @@ use crate::rescue::{self, A2aFailure, Failure};
 /// The `ErrorInfo.domain` of the errors the A2A specification defines.
 pub(crate) const A2A_DOMAIN: &str = "a2a-protocol.org";
 
+/// The `domain` of the errors only this runtime names (a remote agent out of reach).
+pub(crate) const SLUICE_DOMAIN: &str = "sluice.dev";
+
+/// The reasons of [`A2aError::Upstream`].
+pub(crate) const UPSTREAM_UNAVAILABLE: &str = "UPSTREAM_UNAVAILABLE";
+pub(crate) const UPSTREAM_TIMEOUT: &str = "UPSTREAM_TIMEOUT";
+pub(crate) const UPSTREAM_AUTH_FAILED: &str = "UPSTREAM_AUTH_FAILED";
+
+fn upstream_message(reason: &str) -> &'static str {
+    match reason {
+        UPSTREAM_TIMEOUT => "The remote agent did not answer in time",
+        UPSTREAM_AUTH_FAILED => "The remote agent refused the runtime's credential",
+        _ => "The remote agent is unavailable",
+    }
+}
+
 /// One A2A call's failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum A2aError {
@@ -50,12 +66,10 @@ pub(crate) enum A2aError {
     ContentTypeNotSupported,
     /// A remote agent answered with something that is not A2A (the concentrator's relay;
     /// the runtime's own agent never answers it).
-    #[allow(dead_code)]
     #[error("Invalid agent response")]
     InvalidAgentResponse,
     /// `GetExtendedAgentCard` where none is configured (a relayed remote agent without one;
     /// every client application's own agent has one).
-    #[allow(dead_code)]
     #[error("Extended agent card not configured")]
     ExtendedCardNotConfigured,
     /// The request needs an extension the client did not declare (a relayed remote agent's;
@@ -64,6 +78,11 @@ pub(crate) enum A2aError {
     #[error("Extension support required: {0}")]
     ExtensionSupportRequired(String),
     /// An `A2A-Version` this runtime does not speak.
+    /// A registered remote agent could not be reached (-32603 with our own `reason`:
+    /// `UPSTREAM_UNAVAILABLE`, `UPSTREAM_TIMEOUT`, `UPSTREAM_AUTH_FAILED`). The upstream's
+    /// address, status text and credential never reach the caller.
+    #[error("{}", upstream_message(.0))]
+    Upstream(&'static str),
     #[error("Protocol version {0} is not supported (supported: 1.0, 0.3)")]
     VersionNotSupported(String),
 }
@@ -88,6 +107,7 @@ impl A2aError {
             E::ExtendedCardNotConfigured => Failure::A2a(A2aFailure::ExtendedCardNotConfigured),
             E::ExtensionSupportRequired(_) => Failure::A2a(A2aFailure::ExtensionSupportRequired),
             E::VersionNotSupported(_) => Failure::A2a(A2aFailure::VersionNotSupported),
+            E::Upstream(_) => Failure::MethodFailed,
         }
     }
 
@@ -109,6 +129,7 @@ impl A2aError {
             E::ExtendedCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
             E::ExtensionSupportRequired(_) => "EXTENSION_SUPPORT_REQUIRED",
             E::VersionNotSupported(_) => "VERSION_NOT_SUPPORTED",
+            E::Upstream(reason) => reason,
             E::Parse | E::InvalidRequest(_) | E::MethodNotFound(_) | E::InvalidParams(_) => {
                 return None
             }
@@ -119,8 +140,25 @@ impl A2aError {
     /// Appends the JSON-RPC error response for `id`: with the 1.0 `ErrorInfo` array when
     /// `v1` and the error has a reason, without `data` otherwise.
     pub(crate) fn write(&self, out: &mut BytesMut, id: IdRef<'_>, v1: bool) {
+        use A2aError as E;
         // Peer text inside a message is bounded where the error is made (`jsonrpc::echo`).
         let message = self.to_string();
+        if let E::Upstream(reason) = self {
+            // Ours, not the protocol's: written on both versions, so a 0.3 caller learns why.
+            let mut data = BytesMut::with_capacity(128);
+            if v1 {
+                data.put_slice(b"[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",");
+            } else {
+                data.put_slice(b"{");
+            }
+            data.put_slice(b"\"reason\":");
+            put_str(&mut data, reason);
+            data.put_slice(b",\"domain\":");
+            put_str(&mut data, SLUICE_DOMAIN);
+            data.put_slice(if v1 { b",\"metadata\":{}}]" } else { b"}" });
+            rescue::write_error(out, id, self.code(), &message, Some(&data));
+            return;
+        }
         match self.reason().filter(|_| v1) {
             Some(reason) => {
                 let mut data = BytesMut::with_capacity(128);

@@ -204,6 +204,8 @@ pub struct Record {
     pub response: Option<Bytes>,
     /// The `tools/list` result as raw JSON, when any tool in the catalog logs payloads.
     pub tools_list: Option<Bytes>,
+    /// A call proxied to a registered remote A2A agent: what the upstream showed.
+    pub remote: Option<Box<RemoteCall>>,
 }
 
 impl Record {
@@ -234,6 +236,7 @@ impl Record {
             request: None,
             response: None,
             tools_list: None,
+            remote: None,
         }
     }
 
@@ -301,6 +304,12 @@ impl Record {
         self
     }
 
+    /// Sets what a proxied A2A call showed of the upstream.
+    pub(crate) fn with_remote(mut self, remote: RemoteCall) -> Self {
+        self.remote = Some(Box::new(remote));
+        self
+    }
+
     /// Appends this record as one JSON object and a `\n` to `out`.
     ///
     /// Allocates nothing beyond growing `out`, except for a payload that is not valid UTF-8
@@ -340,7 +349,58 @@ impl Record {
         write_payload(self.response.as_deref(), out);
         out.extend_from_slice(b",\"tools_list\":");
         write_payload(self.tools_list.as_deref(), out);
+        if let Some(remote) = &self.remote {
+            remote.write(out);
+        }
         out.extend_from_slice(b"}\n");
+    }
+}
+
+/// The `remote` member of a record of a call proxied to a registered remote A2A agent (written
+/// only on those records).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RemoteCall {
+    /// The agent id.
+    pub agent: Arc<str>,
+    /// The A2A method (1.0 name).
+    pub method: &'static str,
+    /// The upstream task id the call named or was answered with.
+    pub task_id: Option<String>,
+    /// The upstream context id.
+    pub context_id: Option<String>,
+    /// The last task state seen (`TASK_STATE_*`).
+    pub state: Option<&'static str>,
+    /// Bytes received from the upstream.
+    pub bytes: u64,
+    /// Stream events relayed (streams only).
+    pub events: Option<u64>,
+    /// `open` or `close` on the two records of a relayed stream.
+    pub stream: Option<&'static str>,
+}
+
+impl RemoteCall {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b",\"remote\":{\"agent\":");
+        put_str(out, &self.agent);
+        out.extend_from_slice(b",\"method\":");
+        put_str(out, self.method);
+        out.extend_from_slice(b",\"task_id\":");
+        write_opt_str(self.task_id.as_deref(), out);
+        out.extend_from_slice(b",\"context_id\":");
+        write_opt_str(self.context_id.as_deref(), out);
+        out.extend_from_slice(b",\"state\":");
+        write_opt_str(self.state, out);
+        out.extend_from_slice(b",\"bytes\":");
+        write_u64(self.bytes, out);
+        if let Some(events) = self.events {
+            out.extend_from_slice(b",\"events\":");
+            write_u64(events, out);
+        }
+        if let Some(stream) = self.stream {
+            out.extend_from_slice(b",\"stream\":");
+            put_str(out, stream);
+        }
+        out.push(b'}');
     }
 }
 

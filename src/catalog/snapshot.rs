@@ -210,6 +210,8 @@ pub struct Snapshot {
     /// API key id → (tenant, client): the BOS platform endpoint names no tenant, so a key finds
     /// its own (key ids are unique across tenants).
     key_owners: HashMap<String, ClientKey>,
+    /// Every tenant's registered remote A2A agents, in file order.
+    remote_agents: Vec<(Arc<str>, Arc<crate::config::RemoteAgentConfig>)>,
 }
 
 /// A (tenant, client) pair.
@@ -413,7 +415,24 @@ impl Snapshot {
             tenants,
             n_tools,
             key_owners,
+            remote_agents: config
+                .tenants
+                .iter()
+                .flat_map(|t| {
+                    let tenant: Arc<str> = t.id.as_str().into();
+                    t.a2a_agents
+                        .iter()
+                        .map(move |a| (Arc::clone(&tenant), Arc::new(a.clone())))
+                })
+                .collect(),
         })
+    }
+
+    /// Every tenant's registered remote A2A agents (tenant id, configuration).
+    pub(crate) fn remote_agents(
+        &self,
+    ) -> &[(Arc<str>, Arc<crate::config::RemoteAgentConfig>)] {
+        &self.remote_agents
     }
 
     /// The snapshot version (1 for the first load, +1 per successful reload).

@@ -9,8 +9,54 @@
 //! value: every one of them is a secret or may hold a password.
 
 use std::fmt;
+use std::io::Read;
 
-use super::Config;
+use super::{Config, SecretRef};
+
+/// Largest secret file read.
+pub const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;
+
+/// Why a secret could not be read (never holds the secret).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    #[error("name exactly one of secret_env and secret_file")]
+    NotOne,
+    #[error("environment variable {0} is not set (or not UTF-8)")]
+    Unset(String),
+    #[error("secret file {0}: {1}")]
+    File(String, String),
+    #[error("the secret is empty")]
+    Empty,
+}
+
+/// Reads the secret `secret` names: an environment variable, or a file (at most
+/// [`MAX_SECRET_FILE_BYTES`], surrounding whitespace trimmed). The one place besides
+/// [`Overrides::from_env`] that reads the environment for configuration.
+pub fn resolve_secret(secret: &SecretRef) -> Result<String, SecretError> {
+    let value = match (&secret.secret_env, &secret.secret_file) {
+        (Some(name), None) => {
+            std::env::var(name).map_err(|_| SecretError::Unset(name.clone()))?
+        }
+        (None, Some(path)) => {
+            let file = std::fs::File::open(path)
+                .map_err(|err| SecretError::File(path.clone(), err.kind().to_string()))?;
+            let mut text = String::new();
+            file.take(MAX_SECRET_FILE_BYTES + 1)
+                .read_to_string(&mut text)
+                .map_err(|err| SecretError::File(path.clone(), err.kind().to_string()))?;
+            if text.len() as u64 > MAX_SECRET_FILE_BYTES {
+                return Err(SecretError::File(path.clone(), "larger than 64 KiB".into()));
+            }
+            text
+        }
+        _ => return Err(SecretError::NotOne),
+    };
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(SecretError::Empty);
+    }
+    Ok(value.to_owned())
+}
 
 /// Overrides `[server] api_key_pepper`.
 pub const API_KEY_PEPPER_ENV: &str = "SLUICE_API_KEY_PEPPER";

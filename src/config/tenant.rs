@@ -34,6 +34,9 @@ pub struct Tenant {
     /// A2A settings (`[tenant.a2a]`).
     #[serde(default)]
     pub a2a: super::TenantA2a,
+    /// Remote A2A agents registered for this tenant (`[[tenant.a2a_agent]]`).
+    #[serde(default, rename = "a2a_agent")]
+    pub a2a_agents: Vec<super::RemoteAgentConfig>,
 }
 
 /// A tenant's authentication settings. A tenant must either accept some credential (an API key

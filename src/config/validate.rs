@@ -13,6 +13,7 @@
 //! (`catalog/compile.rs`) and keeps the compiled plans. Must not build snapshots, read the
 //! environment (the configuration arrives with its overrides applied) or do IO.
 
+mod a2a_agent;
 mod client;
 mod cluster;
 mod field;

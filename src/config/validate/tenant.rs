@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::{client, tool, Loc, Report, TenantPlans, ToolCompiler};
+use super::{a2a_agent, client, tool, Loc, Report, TenantPlans, ToolCompiler};
 use crate::config::{Config, Tenant};
 
 /// Longest tenant, client or toolset id (path-segment rule `[A-Za-z0-9._-]{1,64}`).
@@ -59,6 +59,7 @@ pub(super) fn check_all<C: ToolCompiler>(
             }
         }
         check_bos(report, &tloc, config, tenant);
+        a2a_agent::check_agents(report, &tloc, tenant, &client_ids);
         let (toolset_ids, tenant_plans) = tool::check_toolsets(report, &tloc, tenant, compiler);
         check_assignments(report, &tloc, tenant, &client_ids, &toolset_ids);
         check_name_clashes(report, &tloc, tenant);

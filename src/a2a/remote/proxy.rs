@@ -1,0 +1,695 @@
+//! `POST /runtime/{t}/{c}/a2a/agents/{agentId}`: every A2A method of a registered remote agent,
+//! proxied for a caller the gate admitted.
+//!
+//! The request is read as the own agent reads its own (`Agent::read_request`: Content-Type,
+//! body limit, one strict JSON-RPC request, `A2A-Version`, a 0.3 request translated to 1.0).
+//! Then, per method:
+//! - `SendMessage` / `SendStreamingMessage`: `message.taskId` and every `referenceTaskIds`
+//!   entry must be the caller's (else -32001), `message.contextId` too (else -32602); a new
+//!   task needs room in the tenant's ledger; streaming is refused (-32004) when the card says
+//!   the agent does not stream.
+//! - `GetTask`, `CancelTask`, `SubscribeToTask`: the task must be the caller's (-32001).
+//! - `ListTasks`: answered from the ledger (the upstream would list every caller's tasks);
+//!   with `includeArtifacts` or a `historyLength` each listed task is read from the upstream.
+//! - push configuration methods: the runtime's own relay (`push.rs`).
+//! - `GetExtendedAgentCard`: -32007 (no extended card is republished).
+//!
+//! Forwarding: a fresh upstream id, the upstream interface's `A2A-Version` (0.3 through
+//! `v03::upstream`), the runtime's credential for this agent (the caller's never leaves),
+//! `traceparent`, the correlation id, allowlisted `A2A-Extensions`, the `tenant` member
+//! removed. The answer is relayed as the upstream wrote it with the caller's id restored
+//! (`wire.rs`); upstream JSON-RPC errors pass through unchanged (-32001 also evicts the task
+//! from the ledger); transport failures are -32603 with our reason; a non-conforming answer is
+//! -32006. Streams are `relay.rs`'s.
+//!
+//! Must not run tools or touch the own agent's task store.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{HeaderMap, HeaderName, HeaderValue, Response};
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+
+use super::ledger::{AgentKey, LedgerError, Seen};
+use super::registry::{Fetched, RemoteAgent};
+use super::upstream::{Upstream, UpstreamError};
+use super::wire::{self, Answer, Peek};
+use super::{relay, Concentrator};
+use crate::a2a::agent::{self, Agent, Incoming, Read};
+use crate::a2a::error::{UPSTREAM_AUTH_FAILED, UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE};
+use crate::a2a::methods;
+use crate::a2a::model::TaskState;
+use crate::a2a::store::ListQuery;
+use crate::a2a::v03::{self, Version};
+use crate::a2a::{rpc, A2aError};
+use crate::access::Admitted;
+use crate::audit::{Outcome, Record, RemoteCall, Surface};
+use crate::http::response::{self, Body};
+use crate::http::Error;
+use crate::invoke::correlation::{ExecutionId, CORRELATION_ID_HEADER};
+
+/// The status object kept per ledger entry is at most this long (a longer one is kept as
+/// `{"state": …}` only).
+const MAX_STATUS_BYTES: usize = 8 * 1024;
+
+/// Upstream `GetTask` calls in flight at once while a `ListTasks` page is filled in.
+const LIST_FETCHES: usize = 8;
+
+/// The request header naming the A2A extensions a client asks for.
+const EXTENSIONS: HeaderName = HeaderName::from_static("a2a-extensions");
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+
+/// What a proxied method answers.
+pub(crate) enum Reply {
+    /// A 1.0 result's JSON.
+    Result(Bytes),
+    /// The upstream's error object, passed through.
+    Error(Bytes),
+    /// An event stream, already answering.
+    Stream(Response<Body>),
+}
+
+/// One proxied call.
+pub(crate) struct ProxyCall<'a> {
+    pub agent: &'a Arc<Agent>,
+    pub remote: &'a Arc<RemoteAgent>,
+    pub upstream: &'a Upstream,
+    pub fetched: Arc<Fetched>,
+    pub key: AgentKey,
+    pub caller: Arc<str>,
+    /// The version the caller speaks.
+    pub version: Version,
+    /// The caller's request id, JSON text.
+    pub id: Bytes,
+    /// Headers forwarded upstream besides the credential.
+    pub forward: HeaderMap,
+    pub execution_id: ExecutionId,
+    pub admitted: &'a Admitted,
+    /// What the upstream showed, for the audit record.
+    pub seen: Mutex<RemoteCall>,
+}
+
+impl Concentrator {
+    /// `POST …/a2a/agents/{agentId}`, admitted by the gate.
+    pub(crate) async fn rpc<B>(
+        agent: &Arc<Agent>,
+        agent_id: &str,
+        parts: &Parts,
+        body: B,
+        admitted: Admitted,
+    ) -> Result<Response<Body>, Error>
+    where
+        B: http_body::Body + Unpin,
+        B::Error: std::fmt::Display,
+    {
+        let started = Instant::now();
+        let caller = &admitted.caller;
+        let Some(remote) = agent
+            .remote
+            .remotes
+            .get(&caller.tenant, &caller.client, agent_id)
+        else {
+            crate::http::body::drain_refused(body, crate::http::body::content_length(&parts.headers))
+                .await;
+            return Err(Error::NotFound);
+        };
+        let Incoming {
+            version,
+            method,
+            request,
+        } = match agent.read_request(parts, body).await? {
+            Read::Call(incoming) => incoming,
+            Read::Answered(answer) => return Ok(answer),
+        };
+        let labels = (Arc::clone(&remote.tenant), Arc::clone(&remote.id));
+        let unavailable = match (&remote.upstream, remote.card()) {
+            (Ok(upstream), Some(fetched)) => Ok((upstream, fetched)),
+            // Never fetched a card (or no credential): nothing to talk to yet.
+            _ => Err(A2aError::Upstream(UPSTREAM_UNAVAILABLE)),
+        };
+        let call_method = method.unwrap_or("unknown");
+        let (upstream, fetched) = match (method, unavailable) {
+            (Some(_), Ok(ready)) => ready,
+            (None, _) | (_, Err(_)) => {
+                let err = match method {
+                    None => A2aError::MethodNotFound(request.method.clone()),
+                    Some(_) => A2aError::Upstream(UPSTREAM_UNAVAILABLE),
+                };
+                agent
+                    .metrics
+                    .a2a_remote_call(&labels, call_method, agent::outcome_label(&err));
+                return Ok(agent::json_answer(rpc::error(
+                    Some(&request.id),
+                    &err,
+                    version.is_v1(),
+                )));
+            }
+        };
+        let method = method.unwrap_or_default();
+        let call = ProxyCall {
+            agent,
+            remote: &remote,
+            upstream,
+            fetched,
+            key: AgentKey {
+                tenant: Arc::clone(&caller.tenant),
+                client: Arc::clone(&caller.client),
+                agent: Arc::clone(&remote.id),
+            },
+            caller: Arc::clone(&caller.caller_id),
+            version,
+            id: request.id.clone(),
+            forward: forwarded_headers(parts, &remote.config.allowed_extensions),
+            execution_id: ExecutionId::generate(),
+            admitted: &admitted,
+            seen: Mutex::new(RemoteCall {
+                agent: Arc::clone(&remote.id),
+                method,
+                ..RemoteCall::default()
+            }),
+        };
+        let outcome = match request.params.value() {
+            Ok(params) => {
+                let params = if version.is_v1() {
+                    Ok(params)
+                } else {
+                    v03::params_to_v1(method, params)
+                };
+                match params {
+                    Ok(params) => call.dispatch(method, strip_tenant(params)).await,
+                    Err(err) => Err(err),
+                }
+            }
+            Err(err) => Err(err),
+        };
+        let label = match &outcome {
+            Ok(Reply::Error(_)) => "upstream_error",
+            Ok(_) => "ok",
+            Err(err) => agent::outcome_label(err),
+        };
+        agent.metrics.a2a_remote_call(&labels, method, label);
+        call.audit(started, &outcome, matches!(outcome, Ok(Reply::Stream(_))))
+            .await;
+        Ok(match outcome {
+            Ok(Reply::Result(json)) if version.is_v1() => {
+                agent::json_answer(wire::response(&call.id, "result", &json))
+            }
+            Ok(Reply::Result(json)) => {
+                let value = serde_json::from_slice(&json).unwrap_or(Value::Null);
+                agent::json_answer(rpc::result(&call.id, &v03::result_to_v03(method, value)))
+            }
+            Ok(Reply::Error(error)) => {
+                agent::json_answer(wire::response(&call.id, "error", &error))
+            }
+            Ok(Reply::Stream(stream)) => stream,
+            Err(err) => agent::json_answer(rpc::error(Some(&call.id), &err, version.is_v1())),
+        })
+    }
+}
+
+impl ProxyCall<'_> {
+    async fn dispatch(&self, method: &'static str, params: Value) -> Result<Reply, A2aError> {
+        match method {
+            methods::SEND_MESSAGE | methods::SEND_STREAMING_MESSAGE => {
+                self.send(method, params).await
+            }
+            methods::GET_TASK | methods::CANCEL_TASK => {
+                let task_id = self.owned_task(&params).await?;
+                self.seen.lock().task_id = Some(task_id.clone());
+                let reply = self.unary(method, &params).await?;
+                self.after_task_answer(&reply, &task_id, true).await;
+                Ok(reply)
+            }
+            methods::SUBSCRIBE_TO_TASK => {
+                let task_id = self.owned_task(&params).await?;
+                self.seen.lock().task_id = Some(task_id);
+                if !self.fetched.card.streaming {
+                    return Err(A2aError::UnsupportedOperation(
+                        "this agent does not stream".into(),
+                    ));
+                }
+                relay::open(self, method, &params).await
+            }
+            methods::LIST_TASKS => self.list(params).await,
+            methods::GET_EXTENDED_AGENT_CARD => Err(A2aError::ExtendedCardNotConfigured),
+            _ => super::push::call(self, method, params).await,
+        }
+    }
+
+    /// `SendMessage` / `SendStreamingMessage` after the ownership checks.
+    async fn send(&self, method: &'static str, mut params: Value) -> Result<Reply, A2aError> {
+        let message = params
+            .get("message")
+            .and_then(Value::as_object)
+            .ok_or_else(|| A2aError::InvalidParams("message is required".into()))?;
+        let task_id = non_empty(message.get("taskId"));
+        let context_id = non_empty(message.get("contextId"));
+        let references: Vec<String> = match message.get("referenceTaskIds") {
+            Some(Value::Array(ids)) => ids
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let ledger = &self.agent.remote.ledger;
+        if let Some(task_id) = &task_id {
+            if !ledger.owns_task(&self.key, &self.caller, task_id).await.map_err(ledger_error)? {
+                return Err(A2aError::TaskNotFound);
+            }
+        }
+        if let Some(context_id) = &context_id {
+            if !ledger
+                .owns_context(&self.key, &self.caller, context_id)
+                .await
+                .map_err(ledger_error)?
+            {
+                return Err(A2aError::InvalidParams("unknown contextId".into()));
+            }
+        }
+        for reference in &references {
+            if !ledger.owns_task(&self.key, &self.caller, reference).await.map_err(ledger_error)? {
+                return Err(A2aError::TaskNotFound);
+            }
+        }
+        if task_id.is_none() && !ledger.has_room(&self.key.tenant).await.map_err(ledger_error)? {
+            return Err(ledger_error(LedgerError::Full));
+        }
+        {
+            let mut seen = self.seen.lock();
+            seen.task_id.clone_from(&task_id);
+            seen.context_id.clone_from(&context_id);
+        }
+        let streaming = method == methods::SEND_STREAMING_MESSAGE;
+        if streaming && !self.fetched.card.streaming {
+            return Err(A2aError::UnsupportedOperation(
+                "this agent does not stream".into(),
+            ));
+        }
+        let inline = super::push::take_inline(self, &mut params)?;
+        if streaming {
+            return relay::open_with_push(self, method, &params, inline).await;
+        }
+        let reply = self.unary(method, &params).await?;
+        if let Reply::Result(json) = &reply {
+            let peek = std::str::from_utf8(json).map(wire::peek_wrapped).unwrap_or_default();
+            self.record(&peek).await;
+            if let (Some(inline), Some(task)) = (inline, peek.task_id.as_deref()) {
+                super::push::register_inline(self, task, inline).await;
+            }
+        } else if let (Reply::Error(error), Some(task_id)) = (&reply, &task_id) {
+            self.evict_on_not_found(error, task_id).await;
+        }
+        Ok(reply)
+    }
+
+    /// The task id a `{id}` params object names, when the caller owns it.
+    async fn owned_task(&self, params: &Value) -> Result<String, A2aError> {
+        let task_id = non_empty(params.get("id"))
+            .ok_or_else(|| A2aError::InvalidParams("id is required".into()))?;
+        let owned = self
+            .agent
+            .remote
+            .ledger
+            .owns_task(&self.key, &self.caller, &task_id)
+            .await
+            .map_err(ledger_error)?;
+        if owned {
+            Ok(task_id)
+        } else {
+            Err(A2aError::TaskNotFound)
+        }
+    }
+
+    /// Records a Task answer (or evicts the task when the upstream does not know it).
+    async fn after_task_answer(&self, reply: &Reply, task_id: &str, is_task: bool) {
+        match reply {
+            Reply::Result(json) if is_task => {
+                let peek = std::str::from_utf8(json).map(wire::peek_task).unwrap_or_default();
+                self.record(&peek).await;
+            }
+            Reply::Error(error) => self.evict_on_not_found(error, task_id).await,
+            _ => {}
+        }
+    }
+
+    async fn evict_on_not_found(&self, error: &[u8], task_id: &str) {
+        let code = serde_json::from_slice::<Value>(error)
+            .ok()
+            .and_then(|e| e.get("code").and_then(Value::as_i64));
+        if code == Some(i64::from(crate::rescue::a2a_codes::TASK_NOT_FOUND.0)) {
+            if let Err(err) = self.agent.remote.ledger.evict_task(&self.key, task_id).await {
+                tracing::warn!(%err, "remote task not evicted from the ledger");
+            }
+        }
+    }
+
+    /// Records what `peek` shows in the ledger (and the audit record).
+    pub(crate) async fn record(&self, peek: &Peek<'_>) {
+        let seen = seen_of(peek);
+        {
+            let mut audit = self.seen.lock();
+            if seen.task_id.is_some() {
+                audit.task_id.clone_from(&seen.task_id);
+            }
+            if seen.context_id.is_some() {
+                audit.context_id.clone_from(&seen.context_id);
+            }
+            if seen.state != TaskState::Unspecified {
+                audit.state = Some(seen.state.as_v1());
+            }
+        }
+        if let Err(err) = self
+            .agent
+            .remote
+            .ledger
+            .record(&self.key, &self.caller, &seen)
+            .await
+        {
+            tracing::warn!(%err, agent = %self.key.agent, "remote task not recorded in the ledger");
+        }
+    }
+
+    /// Sends one request upstream and reads its whole answer.
+    pub(crate) async fn unary(&self, method: &'static str, params: &Value) -> Result<Reply, A2aError> {
+        let interface = &self.fetched.card.interface;
+        let (wire_method, wire_params) = self.for_upstream(method, params)?;
+        let upstream_id = self.remote.upstream_id();
+        let body = wire::request_body(&upstream_id, wire_method, &wire_params);
+        let response = self
+            .upstream
+            .post(&interface.url, interface.version, body, &self.forward)
+            .await
+            .map_err(upstream_error)?;
+        let bytes = response
+            .collect(self.remote.config.max_response_bytes)
+            .await
+            .map_err(upstream_error)?;
+        self.seen.lock().bytes += bytes.len() as u64;
+        let answer = match wire::read_answer(&bytes, &upstream_id) {
+            Ok(answer) => answer,
+            // A stream answer to a unary request: read its first event.
+            Err(_) if bytes.starts_with(b"data:") || bytes.starts_with(b"event:") => {
+                return Err(A2aError::InvalidAgentResponse)
+            }
+            Err(err) => return Err(err),
+        };
+        self.reply_of(method, &bytes, answer)
+    }
+
+    /// The upstream's answer as this call replies with it (1.0, the payload as written).
+    pub(crate) fn reply_of(
+        &self,
+        method: &'static str,
+        body: &Bytes,
+        answer: Answer<'_>,
+    ) -> Result<Reply, A2aError> {
+        let v1 = self.fetched.card.interface.version.is_v1();
+        match answer {
+            Answer::Result(raw) if v1 => Ok(Reply::Result(body.slice_ref(raw.get().as_bytes()))),
+            Answer::Result(raw) => {
+                let value: Value =
+                    serde_json::from_str(raw.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
+                let value = v03::result_to_v1(method, value)?;
+                Ok(Reply::Result(Bytes::from(
+                    serde_json::to_vec(&value).map_err(|_| A2aError::Internal)?,
+                )))
+            }
+            Answer::Error(raw, _) if v1 => Ok(Reply::Error(body.slice_ref(raw.get().as_bytes()))),
+            Answer::Error(raw, _) => {
+                let mut error: Value =
+                    serde_json::from_str(raw.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
+                if let Some(data) = error.get_mut("data") {
+                    *data = v03::error_data_to_v1(data.take());
+                }
+                Ok(Reply::Error(Bytes::from(
+                    serde_json::to_vec(&error).map_err(|_| A2aError::Internal)?,
+                )))
+            }
+        }
+    }
+
+    /// The method name and params as the upstream's interface speaks them.
+    pub(crate) fn for_upstream(
+        &self,
+        method: &'static str,
+        params: &Value,
+    ) -> Result<(&'static str, Value), A2aError> {
+        match self.fetched.card.interface.version {
+            Version::V1 => Ok((method, params.clone())),
+            Version::V03 => {
+                let name = v03::method_to_v03(method)
+                    .ok_or_else(|| A2aError::MethodNotFound(method.to_owned()))?;
+                Ok((name, v03::params_to_v03(method, params.clone())))
+            }
+        }
+    }
+
+    /// `ListTasks` from the ledger: the caller's tasks of this agent, each as the last status
+    /// seen, or read from the upstream when artifacts or history are asked for.
+    async fn list(&self, params: Value) -> Result<Reply, A2aError> {
+        let settings = &self.agent.settings;
+        let page_size = match params.get("pageSize").and_then(Value::as_u64) {
+            Some(0) => return Err(A2aError::InvalidParams("pageSize must be at least 1".into())),
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX).min(settings.list_max_page_size),
+            None => settings.list_default_page_size,
+        };
+        let state = match params.get("status").and_then(Value::as_str) {
+            None | Some("") => None,
+            Some(text) => match TaskState::parse(text) {
+                TaskState::Unspecified => {
+                    return Err(A2aError::InvalidParams(
+                        format!("unknown task state {:?}", crate::jsonrpc::echo(text)).into(),
+                    ))
+                }
+                state => Some(state),
+            },
+        };
+        let query = ListQuery {
+            context_id: non_empty(params.get("contextId")),
+            state,
+            page_size,
+            page_token: non_empty(params.get("pageToken")),
+            status_after: non_empty(params.get("statusTimestampAfter")),
+        };
+        let page = self
+            .agent
+            .remote
+            .ledger
+            .list(&self.key, &self.caller, &query)
+            .await
+            .map_err(ledger_error)?;
+        let include_artifacts = params
+            .get("includeArtifacts")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let history = params.get("historyLength").and_then(Value::as_u64);
+        let fetch = include_artifacts || history.is_some_and(|h| h > 0);
+        let mut tasks: Vec<Value> = page
+            .entries
+            .iter()
+            .map(|entry| {
+                let status = entry
+                    .status
+                    .as_deref()
+                    .and_then(|s| serde_json::from_slice::<Value>(s).ok())
+                    .unwrap_or_else(|| serde_json::json!({"state": entry.state.as_v1()}));
+                serde_json::json!({"id": entry.task_id, "contextId": entry.context_id, "status": status})
+            })
+            .collect();
+        if fetch {
+            use futures_util::StreamExt;
+            let reads = futures_util::stream::iter(page.entries.iter().map(|entry| {
+                let mut get = Map::new();
+                get.insert("id".into(), entry.task_id.clone().into());
+                if let Some(history) = history {
+                    get.insert("historyLength".into(), history.into());
+                }
+                async move { self.unary(methods::GET_TASK, &Value::Object(get)).await }
+            }))
+            .buffered(LIST_FETCHES)
+            .collect::<Vec<_>>()
+            .await;
+            for (slot, read) in tasks.iter_mut().zip(reads) {
+                if let Ok(Reply::Result(json)) = read {
+                    if let Ok(mut task) = serde_json::from_slice::<Value>(&json) {
+                        if !include_artifacts {
+                            if let Some(object) = task.as_object_mut() {
+                                object.remove("artifacts");
+                            }
+                        }
+                        *slot = task;
+                    }
+                }
+            }
+        }
+        let result = serde_json::json!({
+            "tasks": tasks,
+            "nextPageToken": page.next_page_token,
+            "pageSize": page.page_size,
+            "totalSize": page.total_size,
+        });
+        Ok(Reply::Result(Bytes::from(
+            serde_json::to_vec(&result).map_err(|_| A2aError::Internal)?,
+        )))
+    }
+
+    /// The call's audit record (one per north call; a stream's close has its own).
+    async fn audit(&self, started: Instant, outcome: &Result<Reply, A2aError>, stream: bool) {
+        if !self.agent.audit.is_enabled() {
+            return;
+        }
+        let mut remote = self.seen.lock().clone();
+        if stream {
+            remote.stream = Some("open");
+        }
+        let method = remote.method;
+        let mut record = self.record_base(method).with_duration(started.elapsed());
+        record = match outcome {
+            Ok(Reply::Error(error)) => {
+                let code = serde_json::from_slice::<Value>(error)
+                    .ok()
+                    .and_then(|e| e.get("code").and_then(Value::as_i64))
+                    .unwrap_or_default();
+                record.with_outcome(Outcome::Error, Some(code.to_string()))
+            }
+            Ok(_) => record,
+            Err(err) => record.with_outcome(Outcome::Error, Some(err.code().0.to_string())),
+        };
+        self.agent.audit.record(record.with_remote(remote)).await;
+    }
+
+    /// A record naming the call's caller, agent and correlation.
+    pub(crate) fn record_base(&self, method: &'static str) -> Record {
+        let mut record = Record::new(
+            Surface::A2a,
+            agent::call_type(method),
+            Arc::clone(&self.key.tenant),
+            Arc::clone(&self.key.client),
+            Arc::clone(&self.caller),
+        )
+        .with_detail(format!("remote agent {}: {method}", self.key.agent))
+        .with_execution_id(self.execution_id.as_str());
+        if let Some(external) = &self.admitted.external {
+            record = record.with_external_correlation_id(external.as_str());
+        }
+        record
+    }
+}
+
+/// The ledger entry of what `peek` shows.
+pub(crate) fn seen_of(peek: &Peek<'_>) -> Seen {
+    let status = peek.status.map(|status| {
+        if status.len() <= MAX_STATUS_BYTES {
+            Bytes::copy_from_slice(status.as_bytes())
+        } else {
+            Bytes::from(format!("{{\"state\":\"{}\"}}", peek.state.as_v1()))
+        }
+    });
+    Seen {
+        task_id: peek.task_id.as_deref().map(str::to_owned),
+        context_id: peek.context_id.as_deref().map(str::to_owned),
+        status: if peek.carries_status { status } else { None },
+        state: if peek.carries_status {
+            peek.state
+        } else {
+            TaskState::Unspecified
+        },
+        stamp: peek.stamp.as_deref().unwrap_or_default().to_owned(),
+    }
+}
+
+/// A transport failure as the caller sees it.
+pub(crate) fn upstream_error(err: UpstreamError) -> A2aError {
+    match err {
+        UpstreamError::Timeout => A2aError::Upstream(UPSTREAM_TIMEOUT),
+        UpstreamError::AuthFailed(_) => A2aError::Upstream(UPSTREAM_AUTH_FAILED),
+        UpstreamError::NonConforming(_) => A2aError::InvalidAgentResponse,
+        UpstreamError::Unavailable(_) => A2aError::Upstream(UPSTREAM_UNAVAILABLE),
+    }
+}
+
+/// A ledger failure as the caller sees it.
+pub(crate) fn ledger_error(err: LedgerError) -> A2aError {
+    match err {
+        LedgerError::Full => A2aError::UnsupportedOperation(
+            "the remote task limit of this tenant is reached; try again later".into(),
+        ),
+        LedgerError::BadPageToken => A2aError::InvalidParams("invalid pageToken".into()),
+        LedgerError::Unavailable(why) => {
+            tracing::warn!(%why, "remote task ledger unavailable");
+            A2aError::Internal
+        }
+    }
+}
+
+/// A string member, when present and not empty.
+fn non_empty(value: Option<&Value>) -> Option<String> {
+    value
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// The params without the A2A `tenant` member (the path names the agent; the upstream's own
+/// tenant, if it has one, is its business).
+fn strip_tenant(mut params: Value) -> Value {
+    if let Some(object) = params.as_object_mut() {
+        object.remove("tenant");
+    }
+    params
+}
+
+/// What the upstream receives besides the body and the credential: `traceparent` when the
+/// caller sent a well-formed one, and the `A2A-Extensions` the agent's configuration allows.
+/// Correlation (`X-Correlation-Id`) is added per call.
+fn forwarded_headers(parts: &Parts, allowed_extensions: &[String]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Some(value) = parts.headers.get(&TRACEPARENT) {
+        if is_traceparent(value.as_bytes()) {
+            headers.insert(TRACEPARENT, value.clone());
+        }
+    }
+    if !allowed_extensions.is_empty() {
+        let wanted: Vec<&str> = parts
+            .headers
+            .get_all(&EXTENSIONS)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|uri| allowed_extensions.iter().any(|a| a == uri))
+            .collect();
+        if !wanted.is_empty() {
+            if let Ok(value) = HeaderValue::from_str(&wanted.join(", ")) {
+                headers.insert(EXTENSIONS, value);
+            }
+        }
+    }
+    headers
+}
+
+/// W3C Trace Context `traceparent`: `vv-{32 hex}-{16 hex}-ff`, lower-case hex.
+fn is_traceparent(value: &[u8]) -> bool {
+    let hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+    value.len() == 55
+        && value[2] == b'-'
+        && value[35] == b'-'
+        && value[52] == b'-'
+        && value[..2].iter().all(hex)
+        && value[3..35].iter().all(hex)
+        && value[36..52].iter().all(hex)
+        && value[53..].iter().all(hex)
+}
+
+impl ProxyCall<'_> {
+    /// The forwarded headers with this call's correlation id.
+    pub(crate) fn headers(&self) -> HeaderMap {
+        let mut headers = self.forward.clone();
+        headers.insert(CORRELATION_ID_HEADER, self.execution_id.header_value());
+        headers
+    }
+}
