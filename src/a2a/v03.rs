@@ -16,6 +16,10 @@
 //! - `final` on the status event that precedes stream close (1.0 dropped it);
 //! - the 0.3 members of the agent card, added next to the 1.0 ones.
 //!
+//! The same mapping runs the other way for the concentrator (`remote/`), which calls a remote
+//! agent whose card offers only 0.3: `v03/upstream.rs` turns 1.0 requests into 0.3 ones and
+//! 0.3 answers back into 1.0.
+//!
 //! Everything works on `serde_json::Value` and only touches the members it translates:
 //! unknown members pass through untouched in both directions (A2A 1.1 adds members a proxy
 //! must not lose). Error `data` per version is `error.rs`'s job, not this file's.
@@ -58,6 +62,14 @@ impl Version {
             Some((0, 3)) => Ok(Version::V03),
             _ => Err(A2aError::VersionNotSupported(echo(text).into_owned())),
         }
+    }
+
+    /// The `A2A-Version` value a request in this version carries.
+    pub(crate) fn header(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Version::V03 => "0.3",
+            Version::V1 => "1.0",
+        })
     }
 
     /// Whether this is 1.0.
@@ -727,6 +739,11 @@ fn scheme_v03_members(scheme: &mut Map<String, Value>) {
         scheme.entry(member).or_insert(value);
     }
 }
+
+mod upstream;
+pub(crate) use upstream::{
+    error_data_to_v1, event_to_v1, method_to_v03, params_to_v03, result_to_v1,
+};
 
 #[cfg(test)]
 mod tests;
