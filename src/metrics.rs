@@ -65,7 +65,7 @@ pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8"
 
 /// The built-in family names, and the sample names a histogram family also occupies; a
 /// registered family may not reuse any of them.
-const BUILTIN_NAMES: [&str; 15] = [
+const BUILTIN_NAMES: [&str; 17] = [
     BUILD_INFO,
     UPTIME,
     REQUESTS,
@@ -81,6 +81,8 @@ const BUILTIN_NAMES: [&str; 15] = [
     SOURCE_ERRORS,
     A2A_CALLS,
     A2A_TASKS,
+    A2A_REMOTE_CALLS,
+    A2A_REMOTE_UP,
 ];
 
 const BUILD_INFO: &str = "sluice_build_info";
@@ -113,6 +115,9 @@ pub(crate) enum MetricsError {
     DuplicateName(&'static str),
 }
 
+/// One `sluice_a2a_remote_calls_total` row: ((tenant, agent), method, outcome) and its count.
+type RemoteCallRow = ((AgentLabels, &'static str, &'static str), u64);
+
 /// The process's metrics. `Send + Sync`; share it as `Arc<Metrics>`.
 pub struct Metrics {
     /// When the registry was created, for `sluice_uptime_seconds`. `tokio::time::Instant` so
@@ -136,7 +141,7 @@ pub struct Metrics {
     a2a_tasks: parking_lot::Mutex<Vec<(std::sync::Arc<str>, usize)>>,
     /// Proxied calls by (tenant, agent), method and outcome. Agents are few and named in the
     /// configuration, so the rows are bounded by it.
-    a2a_remote_calls: parking_lot::Mutex<Vec<((AgentLabels, &'static str, &'static str), u64)>>,
+    a2a_remote_calls: parking_lot::Mutex<Vec<RemoteCallRow>>,
     /// Whether each agent's last card fetch worked, read before a scrape.
     a2a_remote_up: parking_lot::Mutex<Vec<(AgentLabels, bool)>>,
     /// Families other modules own.

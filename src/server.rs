@@ -21,6 +21,12 @@ use http::Request;
 use hyper::body::Incoming;
 
 use crate::a2a::agent::{Agent, AgentParts};
+use std::time::Duration;
+
+use crate::a2a::remote::ledger::redis::RedisLedger;
+use crate::a2a::remote::ledger::{Ledger, LedgerConfig};
+use crate::a2a::remote::registry::Remotes;
+use crate::a2a::remote::Concentrator;
 use crate::a2a::store::{TaskStore, TaskStoreConfig};
 use crate::access::Access;
 use crate::audit::Audit;
@@ -182,7 +188,33 @@ pub async fn serve(
         }
         None => TaskStore::local(task_config),
     };
+    // The registered remote agents (each with a connection pool of its own), the ledger beside
+    // the task store (in Redis with [cluster], so any instance checks ownership).
+    let remotes = Arc::new(Remotes::new());
+    remotes
+        .start(
+            &config.catalog,
+            Duration::from_millis(config.a2a.remote_start_wait_ms),
+        )
+        .await;
+    let remote_refresher = remotes.spawn_refresher(Arc::clone(&config.catalog), drain.clone());
+    let ledger_config = LedgerConfig::from(&config.a2a);
+    let ledger = match &config.cluster {
+        Some(redis) => {
+            let (connection, namespace) = redis
+                .shared()
+                .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
+            Ledger::Redis(Arc::new(RedisLedger::new(
+                connection,
+                namespace,
+                redis.command_timeout,
+                ledger_config,
+            )))
+        }
+        None => Ledger::local(ledger_config),
+    };
     let a2a = Agent::new(AgentParts {
+        remote: Concentrator { remotes, ledger },
         store: task_store,
         settings: config.a2a.clone(),
         catalog: Arc::clone(&config.catalog),
@@ -252,6 +284,7 @@ pub async fn serve(
     list_changed.abort();
     janitor.abort();
     a2a_janitor.abort();
+    remote_refresher.abort();
     if let Some(cluster) = cluster {
         cluster.abort();
     }

@@ -60,6 +60,8 @@ pub(crate) struct AgentParts {
     pub json_limits: jsonrpc::Limits,
     /// Idle time after which a task stream writes a `: keepalive` comment.
     pub keepalive: Duration,
+    /// The registered remote agents and their ownership ledger.
+    pub remote: super::remote::Concentrator,
 }
 
 /// The A2A surface. One per server, shared as `Arc<Agent>`.
@@ -82,6 +84,8 @@ pub(crate) struct Agent {
     pub(crate) push: PushSender,
     /// The public cards of the current snapshot, built once per client and variant.
     cards: CardCache,
+    /// The registered remote agents and their ownership ledger.
+    pub(crate) remote: super::remote::Concentrator,
 }
 
 /// Card bytes and `ETag` by (view address, 1.0-only variant).
@@ -131,6 +135,7 @@ impl std::fmt::Debug for Agent {
         f.debug_struct("Agent")
             .field("enabled", &self.settings.enabled)
             .field("tasks", &self.store.len())
+            .field("remote_tasks", &self.remote.ledger.len())
             .finish_non_exhaustive()
     }
 }
@@ -184,6 +189,7 @@ impl Agent {
             runners: Runners::default(),
             push,
             cards: CardCache::default(),
+            remote: parts.remote,
         })
     }
 
@@ -549,6 +555,7 @@ impl Agent {
                 tokio::select! {
                     _ = ticker.tick() => {
                         agent.store.sweep(tokio::time::Instant::now());
+                        agent.remote.ledger.sweep();
                     }
                     () = drain.signalled() => return,
                 }

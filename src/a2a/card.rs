@@ -172,7 +172,7 @@ fn example_value(property: &Value) -> Value {
 }
 
 /// `securitySchemes` and `securityRequirements` describing how this tenant authenticates.
-fn security(view: &ClientView, public_base: &str) -> (Value, Value) {
+pub(crate) fn security(view: &ClientView, public_base: &str) -> (Value, Value) {
     let auth = view.auth();
     let scopes: Vec<&str> = auth.required_scopes.iter().map(String::as_str).collect();
     let mut schemes = Map::new();

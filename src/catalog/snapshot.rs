@@ -429,9 +429,7 @@ impl Snapshot {
     }
 
     /// Every tenant's registered remote A2A agents (tenant id, configuration).
-    pub(crate) fn remote_agents(
-        &self,
-    ) -> &[(Arc<str>, Arc<crate::config::RemoteAgentConfig>)] {
+    pub(crate) fn remote_agents(&self) -> &[(Arc<str>, Arc<crate::config::RemoteAgentConfig>)] {
         &self.remote_agents
     }
 

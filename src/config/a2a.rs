@@ -50,6 +50,17 @@ pub struct A2aSettings {
     pub push_timeout_ms: u64,
     /// The first retry's backoff, in milliseconds (doubled per attempt).
     pub push_backoff_ms: u64,
+    /// How long the concentrator's ledger remembers who owns a remote task that is not
+    /// terminal, from its last update, in seconds.
+    pub remote_task_secs: u64,
+    /// How long it remembers a terminal remote task (for `GetTask`, `ListTasks`), in seconds.
+    pub remote_terminal_secs: u64,
+    /// Remote tasks a tenant may own at once across its registered agents (a new task past
+    /// it is refused before it reaches the upstream).
+    pub remote_max_tasks_per_tenant: usize,
+    /// How long a start waits for the registered agents' first cards, in milliseconds (a
+    /// slower agent's card follows in the background).
+    pub remote_start_wait_ms: u64,
 }
 
 impl A2aSettings {
@@ -79,6 +90,10 @@ impl Default for A2aSettings {
             push_attempts: 3,
             push_timeout_ms: 10_000,
             push_backoff_ms: 500,
+            remote_task_secs: 7 * 24 * 3_600,
+            remote_terminal_secs: 24 * 3_600,
+            remote_max_tasks_per_tenant: 100_000,
+            remote_start_wait_ms: 5_000,
         }
     }
 }

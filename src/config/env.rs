@@ -14,7 +14,7 @@ use std::io::Read;
 use super::{Config, SecretRef};
 
 /// Largest secret file read.
-pub const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;
 
 /// Why a secret could not be read (never holds the secret).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,9 +34,7 @@ pub enum SecretError {
 /// [`Overrides::from_env`] that reads the environment for configuration.
 pub fn resolve_secret(secret: &SecretRef) -> Result<String, SecretError> {
     let value = match (&secret.secret_env, &secret.secret_file) {
-        (Some(name), None) => {
-            std::env::var(name).map_err(|_| SecretError::Unset(name.clone()))?
-        }
+        (Some(name), None) => std::env::var(name).map_err(|_| SecretError::Unset(name.clone()))?,
         (None, Some(path)) => {
             let file = std::fs::File::open(path)
                 .map_err(|err| SecretError::File(path.clone(), err.kind().to_string()))?;

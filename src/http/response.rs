@@ -320,6 +320,11 @@ pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Body> {
     )
 }
 
+/// `status` with an owned `text/plain` body.
+pub(crate) fn text_owned(status: StatusCode, body: String) -> Response<Body> {
+    with_type(status, TEXT_PLAIN, Body::full(Bytes::from(body)))
+}
+
 /// A status with no body (`202 Accepted` for notifications and responses).
 pub(crate) fn empty(status: StatusCode) -> Response<Body> {
     let mut response = Response::new(Body::empty());

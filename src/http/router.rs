@@ -57,6 +57,16 @@ pub(crate) enum Route<'a> {
     A2a(Target<'a>),
     /// `GET /runtime/{tenant}/{client}/a2a/.well-known/agent-card.json`: its public card.
     A2aCard(Target<'a>),
+    /// `GET /runtime/{tenant}/{client}/a2a/agents`: the registered remote agents the client
+    /// application may reach.
+    A2aAgents(Target<'a>),
+    /// `POST /runtime/{tenant}/{client}/a2a/agents/{agentId}`: a remote agent, proxied.
+    A2aRemote(Target<'a>, Cow<'a, str>),
+    /// `GET /runtime/{tenant}/{client}/a2a/agents/{agentId}/.well-known/agent-card.json`: its
+    /// synthesized card.
+    A2aRemoteCard(Target<'a>, Cow<'a, str>),
+    /// `POST /runtime/a2a/push/{relayId}`: the push relay webhook upstream agents call.
+    A2aPushRelay(&'a str),
     /// `POST|GET|DELETE /mcp/apps/bos/platform`: the BOS platform app.
     BosPlatform,
     /// `GET /.well-known/oauth-protected-resource{rest}`: `rest` is the endpoint path (`""` or
@@ -101,8 +111,16 @@ impl From<RouteError> for super::Error {
     }
 }
 
-/// Most segments any route has (`runtime/{t}/{c}/a2a/.well-known/agent-card.json`).
-const MAX_SEGMENTS: usize = 6;
+/// Most segments any route has
+/// (`runtime/{t}/{c}/a2a/agents/{agentId}/.well-known/agent-card.json`).
+const MAX_SEGMENTS: usize = 8;
+
+/// The prefix of every push relay id (so `/runtime/a2a/push/{relayId}` never shadows a tenant
+/// `a2a`'s client `push`).
+pub(crate) const RELAY_ID_PREFIX: &str = "rl_";
+
+/// Longest push relay id.
+const MAX_RELAY_ID_LEN: usize = 64;
 
 /// Matches `path` (without the query) and `method` to a route.
 pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, RouteError> {
@@ -147,6 +165,20 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Rou
             public: false,
         }),
         ["mcp", "apps", "bos", "platform"] => mcp_methods(method, Route::BosPlatform),
+        ["runtime", "a2a", "push", relay]
+            if relay.starts_with(RELAY_ID_PREFIX)
+                && relay.len() <= MAX_RELAY_ID_LEN
+                && relay
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')) =>
+        {
+            only(
+                method,
+                &Method::POST,
+                allow::POST,
+                Route::A2aPushRelay(relay),
+            )
+        }
         ["runtime", tenant, client, tail @ ..] => {
             let target = Target {
                 tenant: decode_id(tenant, MAX_ID_LEN)?,
@@ -161,6 +193,45 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Rou
                 }
                 ["a2a", ".well-known", "agent-card.json"] => {
                     only(method, &Method::GET, allow::GET, Route::A2aCard(target))
+                }
+                ["a2a", "agents", _, ".well-known", "agent-card.json"]
+                    if method == Method::OPTIONS =>
+                {
+                    Ok(Route::Preflight {
+                        allow: allow::GET,
+                        public: true,
+                    })
+                }
+                ["a2a", "agents", id, ".well-known", "agent-card.json"] => {
+                    let id = decode_id(id, MAX_ID_LEN)?;
+                    only(
+                        method,
+                        &Method::GET,
+                        allow::GET,
+                        Route::A2aRemoteCard(target, id),
+                    )
+                }
+                ["a2a", "agents"] | ["a2a", "agents", _] if method == Method::OPTIONS => {
+                    Ok(Route::Preflight {
+                        allow: if tail.len() == 2 {
+                            allow::GET
+                        } else {
+                            allow::POST
+                        },
+                        public: false,
+                    })
+                }
+                ["a2a", "agents"] => {
+                    only(method, &Method::GET, allow::GET, Route::A2aAgents(target))
+                }
+                ["a2a", "agents", id] => {
+                    let id = decode_id(id, MAX_ID_LEN)?;
+                    only(
+                        method,
+                        &Method::POST,
+                        allow::POST,
+                        Route::A2aRemote(target, id),
+                    )
                 }
                 ["mcp"] | ["sse"] | ["messages"] | ["tools"] | ["tools", _] | ["a2a"]
                     if method == Method::OPTIONS =>

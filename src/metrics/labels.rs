@@ -24,6 +24,12 @@ pub enum RouteLabel {
     A2a,
     /// A2A: the public agent card.
     A2aCard,
+    /// A2A concentrator: the JSON-RPC proxy of a registered remote agent.
+    A2aRemote,
+    /// A2A concentrator: the agents list and the synthesized cards.
+    A2aRemoteCard,
+    /// A2A concentrator: the push relay webhook.
+    A2aPushRelay,
     /// OAuth protected-resource metadata.
     ProtectedResource,
     /// The metrics scrape itself.
@@ -42,7 +48,7 @@ pub enum RouteLabel {
 
 impl RouteLabel {
     /// Every route, in rendering order (the order of the index).
-    pub const ALL: [RouteLabel; 15] = [
+    pub const ALL: [RouteLabel; 18] = [
         RouteLabel::Mcp,
         RouteLabel::LegacySse,
         RouteLabel::LegacyMessages,
@@ -51,6 +57,9 @@ impl RouteLabel {
         RouteLabel::BosPlatform,
         RouteLabel::A2a,
         RouteLabel::A2aCard,
+        RouteLabel::A2aRemote,
+        RouteLabel::A2aRemoteCard,
+        RouteLabel::A2aPushRelay,
         RouteLabel::ProtectedResource,
         RouteLabel::Metrics,
         RouteLabel::Healthz,
@@ -74,6 +83,9 @@ impl RouteLabel {
             RouteLabel::BosPlatform => "bos_platform",
             RouteLabel::A2a => "a2a",
             RouteLabel::A2aCard => "a2a_card",
+            RouteLabel::A2aRemote => "a2a_remote",
+            RouteLabel::A2aRemoteCard => "a2a_remote_card",
+            RouteLabel::A2aPushRelay => "a2a_push_relay",
             RouteLabel::ProtectedResource => "protected_resource",
             RouteLabel::Metrics => "metrics",
             RouteLabel::Healthz => "healthz",

@@ -158,6 +158,8 @@ fn expected_types() -> BTreeMap<String, String> {
         (SOURCE_ERRORS, "counter"),
         (A2A_TASKS, "gauge"),
         (A2A_CALLS, "counter"),
+        (A2A_REMOTE_CALLS, "counter"),
+        (A2A_REMOTE_UP, "gauge"),
     ]
     .into_iter()
     .map(|(name, kind)| (name.to_owned(), kind.to_owned()))

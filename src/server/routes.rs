@@ -75,13 +75,17 @@ pub(super) async fn handle(state: &State, req: Request<Incoming>) -> Response<Bo
     // Read once: the MCP transports' call context gets it, and the answer echoes it.
     let external = matches!(
         route,
-        Route::Mcp(_) | Route::LegacyMessages(_) | Route::BosPlatform | Route::A2a(_)
+        Route::Mcp(_)
+            | Route::LegacyMessages(_)
+            | Route::BosPlatform
+            | Route::A2a(_)
+            | Route::A2aRemote(..)
     )
     .then(|| external_from_headers(&parts.headers))
     .flatten();
     let echo = matches!(
         label,
-        RouteLabel::Mcp | RouteLabel::LegacyMessages | RouteLabel::A2a
+        RouteLabel::Mcp | RouteLabel::LegacyMessages | RouteLabel::A2a | RouteLabel::A2aRemote
     )
     .then(|| external.as_ref().map(|id| id.header_value().clone()))
     .flatten();
@@ -171,6 +175,35 @@ async fn answer(
             state.a2a.rpc(parts, body, admitted).await
         }
         Route::A2aCard(target) => state.a2a.card(parts, &target),
+        Route::A2aRemoteCard(target, id) => {
+            crate::a2a::remote::surface::card(&state.a2a, parts, &target, &id)
+        }
+        Route::A2aAgents(target) => {
+            if !state.a2a.enabled() {
+                return Err(Error::NotFound);
+            }
+            let admitted = admit(state, parts, &target, Endpoint::A2a, origin()).await?;
+            Ok(crate::a2a::remote::surface::list(&state.a2a, &admitted))
+        }
+        Route::A2aRemote(target, id) => {
+            let refused = if state.a2a.enabled() {
+                admit(state, parts, &target, Endpoint::A2a, origin()).await
+            } else {
+                Err(Error::NotFound)
+            };
+            let mut admitted = match refused {
+                Ok(admitted) => admitted,
+                Err(refused) => {
+                    body::drain_refused(body, body::content_length(&parts.headers)).await;
+                    return Err(refused);
+                }
+            };
+            admitted.external = external;
+            crate::a2a::remote::Concentrator::rpc(&state.a2a, &id, parts, body, admitted).await
+        }
+        Route::A2aPushRelay(relay) => {
+            crate::a2a::remote::push::relay_post(&state.a2a, relay, parts, body).await
+        }
         Route::Healthz => Ok(response::text(StatusCode::OK, "ok")),
         Route::Readyz => readyz(state).await,
         Route::BosPlatform => {
@@ -248,13 +281,34 @@ async fn readyz(state: &State) -> Result<Response<Body>, Error> {
                 "backplane subscriptions not established".into(),
             ))
         }
-        Ok(()) => Ok(response::text(StatusCode::OK, "ready")),
+        Ok(()) => Ok(ready_with_detail(state)),
         Err(err) => {
             // Probes come every few seconds from every balancer: one line per interval.
             warn_limited!("", Kind::NotReady, %err, "not ready: session store unreachable");
             Err(Error::Unavailable("session store unreachable".into()))
         }
     }
+}
+
+/// `ready`, then one line per registered remote agent whose card could not be fetched: the
+/// instance serves, the agent keeps its last good card (or answers `UPSTREAM_UNAVAILABLE`).
+fn ready_with_detail(state: &State) -> Response<Body> {
+    let mut text = String::from("ready");
+    for agent in state.a2a.remote.remotes.all() {
+        let health = agent.health();
+        if let Some(error) = health.error {
+            let held = if agent.card().is_some() {
+                "last good card kept"
+            } else {
+                "no card yet"
+            };
+            text.push_str(&format!(
+                "\ndegraded: a2a agent {}/{}: {error} ({held}, {} failed fetches)",
+                agent.tenant, agent.id, health.failures
+            ));
+        }
+    }
+    response::text_owned(StatusCode::OK, text)
 }
 
 /// Reads the values counted elsewhere into the registry before a scrape: live sessions per tenant
@@ -269,6 +323,25 @@ async fn refresh_gauges(state: &State) {
         .metrics
         .set_streams(&state.mcp.streams.live_by_tenant());
     state.metrics.set_a2a_tasks(&state.a2a.store.counts());
+    state.metrics.set_a2a_remote_up(
+        state
+            .a2a
+            .remote
+            .remotes
+            .all()
+            .iter()
+            .map(|a| {
+                let up = a.card().is_some() && a.health().error.is_none();
+                (
+                    (
+                        std::sync::Arc::clone(&a.tenant),
+                        std::sync::Arc::clone(&a.id),
+                    ),
+                    up,
+                )
+            })
+            .collect(),
+    );
     let frames = response::SSE_FRAMES.load(Relaxed);
     let bytes = response::SSE_BYTES.load(Relaxed);
     let (seen_frames, seen_bytes) = {
@@ -306,6 +379,11 @@ fn describe(route: &Route<'_>) -> (RouteLabel, Option<Policy>) {
         Route::BosPlatform => (RouteLabel::BosPlatform, Some(Policy::Protected)),
         Route::A2a(_) => (RouteLabel::A2a, Some(Policy::Protected)),
         Route::A2aCard(_) => (RouteLabel::A2aCard, Some(Policy::Public)),
+        Route::A2aRemoteCard(..) => (RouteLabel::A2aRemoteCard, Some(Policy::Public)),
+        Route::A2aAgents(_) => (RouteLabel::A2aRemoteCard, Some(Policy::Protected)),
+        Route::A2aRemote(..) => (RouteLabel::A2aRemote, Some(Policy::Protected)),
+        // Called by upstream agents, never by browsers: no CORS headers.
+        Route::A2aPushRelay(_) => (RouteLabel::A2aPushRelay, None),
         Route::ProtectedResource(_) => (RouteLabel::ProtectedResource, Some(Policy::Public)),
         Route::Healthz => (RouteLabel::Healthz, None),
         Route::Readyz => (RouteLabel::Readyz, None),

@@ -28,6 +28,9 @@ use crate::a2a::store::ListQuery;
 
 pub(crate) mod local;
 pub(crate) mod redis;
+pub(crate) mod relay;
+
+pub(crate) use relay::{RelayMode, RelayRecord};
 
 #[cfg(test)]
 mod tests;
@@ -49,6 +52,16 @@ pub(crate) struct LedgerConfig {
     pub terminal_ttl: Duration,
     /// Entries a tenant may hold at once (tasks; contexts are bounded by tasks).
     pub max_tasks_per_tenant: usize,
+}
+
+impl From<&crate::config::A2aSettings> for LedgerConfig {
+    fn from(settings: &crate::config::A2aSettings) -> Self {
+        LedgerConfig {
+            active_ttl: Duration::from_secs(settings.remote_task_secs),
+            terminal_ttl: Duration::from_secs(settings.remote_terminal_secs),
+            max_tasks_per_tenant: settings.remote_max_tasks_per_tenant,
+        }
+    }
 }
 
 /// Ids and status seen in one upstream answer or event.
@@ -172,7 +185,11 @@ impl Ledger {
     }
 
     /// Forgets a task (the upstream said it does not know it).
-    pub(crate) async fn evict_task(&self, key: &AgentKey, task_id: &str) -> Result<(), LedgerError> {
+    pub(crate) async fn evict_task(
+        &self,
+        key: &AgentKey,
+        task_id: &str,
+    ) -> Result<(), LedgerError> {
         match self {
             Ledger::Local(l) => {
                 l.evict_task(key, task_id);
@@ -195,6 +212,51 @@ impl Ledger {
         }
     }
 
+    /// The relay of task `task_id` of `key`'s agent.
+    pub(crate) async fn relay_for_task(
+        &self,
+        key: &AgentKey,
+        task_id: &str,
+    ) -> Result<Option<RelayRecord>, LedgerError> {
+        match self {
+            Ledger::Local(l) => Ok(l.relay_for_task(key, task_id)),
+            Ledger::Redis(r) => r.relay_for_task(key, task_id).await,
+        }
+    }
+
+    /// The relay `relay_id`.
+    pub(crate) async fn relay_by_id(
+        &self,
+        relay_id: &str,
+    ) -> Result<Option<RelayRecord>, LedgerError> {
+        match self {
+            Ledger::Local(l) => Ok(l.relay_by_id(relay_id)),
+            Ledger::Redis(r) => r.relay_by_id(relay_id).await,
+        }
+    }
+
+    /// Stores `relay` (by id, and by task once it names one), for `active_ttl`.
+    pub(crate) async fn relay_put(&self, relay: &RelayRecord) -> Result<(), LedgerError> {
+        match self {
+            Ledger::Local(l) => {
+                l.relay_put(relay);
+                Ok(())
+            }
+            Ledger::Redis(r) => r.relay_put(relay).await,
+        }
+    }
+
+    /// Forgets `relay`.
+    pub(crate) async fn relay_delete(&self, relay: &RelayRecord) -> Result<(), LedgerError> {
+        match self {
+            Ledger::Local(l) => {
+                l.relay_delete(relay);
+                Ok(())
+            }
+            Ledger::Redis(r) => r.relay_delete(relay).await,
+        }
+    }
+
     /// Drops expired entries (the local shape; Redis expires keys itself).
     pub(crate) fn sweep(&self) {
         if let Ledger::Local(l) = self {
@@ -214,8 +276,7 @@ impl Ledger {
 /// Pages `entries` (all of the caller's that pass the filters) as the task store pages its own
 /// tasks: newest status first, the task id breaking ties, an opaque cursor.
 pub(crate) fn page(entries: Vec<Entry>, query: &ListQuery) -> Result<EntryPage, LedgerError> {
-    let paging =
-        crate::a2a::store::Paging::new(query).map_err(|_| LedgerError::BadPageToken)?;
+    let paging = crate::a2a::store::Paging::new(query).map_err(|_| LedgerError::BadPageToken)?;
     let matches = entries
         .into_iter()
         .filter(|e| query.matches(&e.context_id, e.state, &e.stamp))

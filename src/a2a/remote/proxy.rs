@@ -47,7 +47,8 @@ use crate::a2a::v03::{self, Version};
 use crate::a2a::{rpc, A2aError};
 use crate::access::Admitted;
 use crate::audit::{Outcome, Record, RemoteCall, Surface};
-use crate::http::response::{self, Body};
+use crate::config::CorrelationStrategy;
+use crate::http::response::Body;
 use crate::http::Error;
 use crate::invoke::correlation::{ExecutionId, CORRELATION_ID_HEADER};
 
@@ -69,7 +70,22 @@ pub(crate) enum Reply {
     /// The upstream's error object, passed through.
     Error(Bytes),
     /// An event stream, already answering.
-    Stream(Response<Body>),
+    Stream(Box<Response<Body>>),
+}
+
+/// What the upstream answered one request with.
+pub(crate) enum Unary {
+    Result(Bytes),
+    Error(Bytes),
+}
+
+impl From<Unary> for Reply {
+    fn from(unary: Unary) -> Reply {
+        match unary {
+            Unary::Result(json) => Reply::Result(json),
+            Unary::Error(error) => Reply::Error(error),
+        }
+    }
 }
 
 /// One proxied call.
@@ -112,8 +128,11 @@ impl Concentrator {
             .remotes
             .get(&caller.tenant, &caller.client, agent_id)
         else {
-            crate::http::body::drain_refused(body, crate::http::body::content_length(&parts.headers))
-                .await;
+            crate::http::body::drain_refused(
+                body,
+                crate::http::body::content_length(&parts.headers),
+            )
+            .await;
             return Err(Error::NotFound);
         };
         let Incoming {
@@ -191,7 +210,12 @@ impl Concentrator {
             Err(err) => agent::outcome_label(err),
         };
         agent.metrics.a2a_remote_call(&labels, method, label);
-        call.audit(started, &outcome, matches!(outcome, Ok(Reply::Stream(_))))
+        let verdict = match &outcome {
+            Ok(Reply::Error(error)) => Some(error_code(error).to_string()),
+            Ok(_) => None,
+            Err(err) => Some(err.code().0.to_string()),
+        };
+        call.audit(started, verdict, matches!(outcome, Ok(Reply::Stream(_))))
             .await;
         Ok(match outcome {
             Ok(Reply::Result(json)) if version.is_v1() => {
@@ -204,7 +228,7 @@ impl Concentrator {
             Ok(Reply::Error(error)) => {
                 agent::json_answer(wire::response(&call.id, "error", &error))
             }
-            Ok(Reply::Stream(stream)) => stream,
+            Ok(Reply::Stream(stream)) => *stream,
             Err(err) => agent::json_answer(rpc::error(Some(&call.id), &err, version.is_v1())),
         })
     }
@@ -220,8 +244,8 @@ impl ProxyCall<'_> {
                 let task_id = self.owned_task(&params).await?;
                 self.seen.lock().task_id = Some(task_id.clone());
                 let reply = self.unary(method, &params).await?;
-                self.after_task_answer(&reply, &task_id, true).await;
-                Ok(reply)
+                self.after_task_answer(&reply, &task_id).await;
+                Ok(reply.into())
             }
             methods::SUBSCRIBE_TO_TASK => {
                 let task_id = self.owned_task(&params).await?;
@@ -234,7 +258,7 @@ impl ProxyCall<'_> {
                 relay::open(self, method, &params).await
             }
             methods::LIST_TASKS => self.list(params).await,
-            methods::GET_EXTENDED_AGENT_CARD => Err(A2aError::ExtendedCardNotConfigured),
+            methods::GET_EXTENDED_CARD => Err(A2aError::ExtendedCardNotConfigured),
             _ => super::push::call(self, method, params).await,
         }
     }
@@ -257,7 +281,11 @@ impl ProxyCall<'_> {
         };
         let ledger = &self.agent.remote.ledger;
         if let Some(task_id) = &task_id {
-            if !ledger.owns_task(&self.key, &self.caller, task_id).await.map_err(ledger_error)? {
+            if !ledger
+                .owns_task(&self.key, &self.caller, task_id)
+                .await
+                .map_err(ledger_error)?
+            {
                 return Err(A2aError::TaskNotFound);
             }
         }
@@ -271,11 +299,20 @@ impl ProxyCall<'_> {
             }
         }
         for reference in &references {
-            if !ledger.owns_task(&self.key, &self.caller, reference).await.map_err(ledger_error)? {
+            if !ledger
+                .owns_task(&self.key, &self.caller, reference)
+                .await
+                .map_err(ledger_error)?
+            {
                 return Err(A2aError::TaskNotFound);
             }
         }
-        if task_id.is_none() && !ledger.has_room(&self.key.tenant).await.map_err(ledger_error)? {
+        if task_id.is_none()
+            && !ledger
+                .has_room(&self.key.tenant)
+                .await
+                .map_err(ledger_error)?
+        {
             return Err(ledger_error(LedgerError::Full));
         }
         {
@@ -289,21 +326,23 @@ impl ProxyCall<'_> {
                 "this agent does not stream".into(),
             ));
         }
-        let inline = super::push::take_inline(self, &mut params)?;
+        let inline = super::push::take_inline(self, &mut params).await?;
         if streaming {
             return relay::open_with_push(self, method, &params, inline).await;
         }
         let reply = self.unary(method, &params).await?;
-        if let Reply::Result(json) = &reply {
-            let peek = std::str::from_utf8(json).map(wire::peek_wrapped).unwrap_or_default();
+        if let Unary::Result(json) = &reply {
+            let peek = std::str::from_utf8(json)
+                .map(wire::peek_wrapped)
+                .unwrap_or_default();
             self.record(&peek).await;
             if let (Some(inline), Some(task)) = (inline, peek.task_id.as_deref()) {
                 super::push::register_inline(self, task, inline).await;
             }
-        } else if let (Reply::Error(error), Some(task_id)) = (&reply, &task_id) {
+        } else if let (Unary::Error(error), Some(task_id)) = (&reply, &task_id) {
             self.evict_on_not_found(error, task_id).await;
         }
-        Ok(reply)
+        Ok(reply.into())
     }
 
     /// The task id a `{id}` params object names, when the caller owns it.
@@ -325,23 +364,27 @@ impl ProxyCall<'_> {
     }
 
     /// Records a Task answer (or evicts the task when the upstream does not know it).
-    async fn after_task_answer(&self, reply: &Reply, task_id: &str, is_task: bool) {
+    async fn after_task_answer(&self, reply: &Unary, task_id: &str) {
         match reply {
-            Reply::Result(json) if is_task => {
-                let peek = std::str::from_utf8(json).map(wire::peek_task).unwrap_or_default();
+            Unary::Result(json) => {
+                let peek = std::str::from_utf8(json)
+                    .map(wire::peek_task)
+                    .unwrap_or_default();
                 self.record(&peek).await;
             }
-            Reply::Error(error) => self.evict_on_not_found(error, task_id).await,
-            _ => {}
+            Unary::Error(error) => self.evict_on_not_found(error, task_id).await,
         }
     }
 
     async fn evict_on_not_found(&self, error: &[u8], task_id: &str) {
-        let code = serde_json::from_slice::<Value>(error)
-            .ok()
-            .and_then(|e| e.get("code").and_then(Value::as_i64));
-        if code == Some(i64::from(crate::rescue::a2a_codes::TASK_NOT_FOUND.0)) {
-            if let Err(err) = self.agent.remote.ledger.evict_task(&self.key, task_id).await {
+        if error_code(error) == i64::from(crate::rescue::a2a_codes::TASK_NOT_FOUND.0) {
+            if let Err(err) = self
+                .agent
+                .remote
+                .ledger
+                .evict_task(&self.key, task_id)
+                .await
+            {
                 tracing::warn!(%err, "remote task not evicted from the ledger");
             }
         }
@@ -374,7 +417,11 @@ impl ProxyCall<'_> {
     }
 
     /// Sends one request upstream and reads its whole answer.
-    pub(crate) async fn unary(&self, method: &'static str, params: &Value) -> Result<Reply, A2aError> {
+    pub(crate) async fn unary(
+        &self,
+        method: &'static str,
+        params: &Value,
+    ) -> Result<Unary, A2aError> {
         let interface = &self.fetched.card.interface;
         let (wire_method, wire_params) = self.for_upstream(method, params)?;
         let upstream_id = self.remote.upstream_id();
@@ -406,26 +453,26 @@ impl ProxyCall<'_> {
         method: &'static str,
         body: &Bytes,
         answer: Answer<'_>,
-    ) -> Result<Reply, A2aError> {
+    ) -> Result<Unary, A2aError> {
         let v1 = self.fetched.card.interface.version.is_v1();
         match answer {
-            Answer::Result(raw) if v1 => Ok(Reply::Result(body.slice_ref(raw.get().as_bytes()))),
+            Answer::Result(raw) if v1 => Ok(Unary::Result(body.slice_ref(raw.get().as_bytes()))),
             Answer::Result(raw) => {
                 let value: Value =
                     serde_json::from_str(raw.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
                 let value = v03::result_to_v1(method, value)?;
-                Ok(Reply::Result(Bytes::from(
+                Ok(Unary::Result(Bytes::from(
                     serde_json::to_vec(&value).map_err(|_| A2aError::Internal)?,
                 )))
             }
-            Answer::Error(raw, _) if v1 => Ok(Reply::Error(body.slice_ref(raw.get().as_bytes()))),
-            Answer::Error(raw, _) => {
+            Answer::Error(raw) if v1 => Ok(Unary::Error(body.slice_ref(raw.get().as_bytes()))),
+            Answer::Error(raw) => {
                 let mut error: Value =
                     serde_json::from_str(raw.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
                 if let Some(data) = error.get_mut("data") {
                     *data = v03::error_data_to_v1(data.take());
                 }
-                Ok(Reply::Error(Bytes::from(
+                Ok(Unary::Error(Bytes::from(
                     serde_json::to_vec(&error).map_err(|_| A2aError::Internal)?,
                 )))
             }
@@ -453,8 +500,14 @@ impl ProxyCall<'_> {
     async fn list(&self, params: Value) -> Result<Reply, A2aError> {
         let settings = &self.agent.settings;
         let page_size = match params.get("pageSize").and_then(Value::as_u64) {
-            Some(0) => return Err(A2aError::InvalidParams("pageSize must be at least 1".into())),
-            Some(n) => usize::try_from(n).unwrap_or(usize::MAX).min(settings.list_max_page_size),
+            Some(0) => {
+                return Err(A2aError::InvalidParams(
+                    "pageSize must be at least 1".into(),
+                ))
+            }
+            Some(n) => usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .min(settings.list_max_page_size),
             None => settings.list_default_page_size,
         };
         let state = match params.get("status").and_then(Value::as_str) {
@@ -501,28 +554,15 @@ impl ProxyCall<'_> {
             })
             .collect();
         if fetch {
-            use futures_util::StreamExt;
-            let reads = futures_util::stream::iter(page.entries.iter().map(|entry| {
-                let mut get = Map::new();
-                get.insert("id".into(), entry.task_id.clone().into());
-                if let Some(history) = history {
-                    get.insert("historyLength".into(), history.into());
-                }
-                async move { self.unary(methods::GET_TASK, &Value::Object(get)).await }
-            }))
-            .buffered(LIST_FETCHES)
-            .collect::<Vec<_>>()
-            .await;
+            let reads = self.read_tasks(&page.entries, history).await;
             for (slot, read) in tasks.iter_mut().zip(reads) {
-                if let Ok(Reply::Result(json)) = read {
-                    if let Ok(mut task) = serde_json::from_slice::<Value>(&json) {
-                        if !include_artifacts {
-                            if let Some(object) = task.as_object_mut() {
-                                object.remove("artifacts");
-                            }
+                if let Some(mut task) = read {
+                    if !include_artifacts {
+                        if let Some(object) = task.as_object_mut() {
+                            object.remove("artifacts");
                         }
-                        *slot = task;
                     }
+                    *slot = task;
                 }
             }
         }
@@ -537,8 +577,42 @@ impl ProxyCall<'_> {
         )))
     }
 
+    /// Each entry's task read from the upstream (`None` where the read failed), at most
+    /// [`LIST_FETCHES`] at a time.
+    async fn read_tasks(
+        &self,
+        entries: &[super::ledger::Entry],
+        history: Option<u64>,
+    ) -> Vec<Option<Value>> {
+        let mut reads = Vec::with_capacity(entries.len());
+        for batch in entries.chunks(LIST_FETCHES) {
+            let params: Vec<Value> = batch
+                .iter()
+                .map(|entry| {
+                    let mut get = Map::new();
+                    get.insert("id".into(), entry.task_id.clone().into());
+                    if let Some(history) = history {
+                        get.insert("historyLength".into(), history.into());
+                    }
+                    Value::Object(get)
+                })
+                .collect();
+            let mut pending: Vec<_> = Vec::with_capacity(params.len());
+            for get in &params {
+                pending.push(Box::pin(self.unary(methods::GET_TASK, get)));
+            }
+            for read in futures_util::future::join_all(pending).await {
+                reads.push(match read {
+                    Ok(Unary::Result(json)) => serde_json::from_slice(&json).ok(),
+                    _ => None,
+                });
+            }
+        }
+        reads
+    }
+
     /// The call's audit record (one per north call; a stream's close has its own).
-    async fn audit(&self, started: Instant, outcome: &Result<Reply, A2aError>, stream: bool) {
+    async fn audit(&self, started: Instant, error_code: Option<String>, stream: bool) {
         if !self.agent.audit.is_enabled() {
             return;
         }
@@ -548,17 +622,9 @@ impl ProxyCall<'_> {
         }
         let method = remote.method;
         let mut record = self.record_base(method).with_duration(started.elapsed());
-        record = match outcome {
-            Ok(Reply::Error(error)) => {
-                let code = serde_json::from_slice::<Value>(error)
-                    .ok()
-                    .and_then(|e| e.get("code").and_then(Value::as_i64))
-                    .unwrap_or_default();
-                record.with_outcome(Outcome::Error, Some(code.to_string()))
-            }
-            Ok(_) => record,
-            Err(err) => record.with_outcome(Outcome::Error, Some(err.code().0.to_string())),
-        };
+        if let Some(code) = error_code {
+            record = record.with_outcome(Outcome::Error, Some(code));
+        }
         self.agent.audit.record(record.with_remote(remote)).await;
     }
 
@@ -602,13 +668,16 @@ pub(crate) fn seen_of(peek: &Peek<'_>) -> Seen {
     }
 }
 
-/// A transport failure as the caller sees it.
+/// A transport failure as the caller sees it (the detail goes to the log, never to the caller).
 pub(crate) fn upstream_error(err: UpstreamError) -> A2aError {
+    tracing::debug!(error = %err, "remote agent exchange failed");
     match err {
         UpstreamError::Timeout => A2aError::Upstream(UPSTREAM_TIMEOUT),
         UpstreamError::AuthFailed(_) => A2aError::Upstream(UPSTREAM_AUTH_FAILED),
         UpstreamError::NonConforming(_) => A2aError::InvalidAgentResponse,
-        UpstreamError::Unavailable(_) => A2aError::Upstream(UPSTREAM_UNAVAILABLE),
+        UpstreamError::Unavailable(_) | UpstreamError::Config(_) => {
+            A2aError::Upstream(UPSTREAM_UNAVAILABLE)
+        }
     }
 }
 
@@ -624,6 +693,15 @@ pub(crate) fn ledger_error(err: LedgerError) -> A2aError {
             A2aError::Internal
         }
     }
+}
+
+/// The `code` of an upstream error object (0 when unreadable: the envelope was checked).
+fn error_code(error: &[u8]) -> i64 {
+    #[derive(serde::Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    serde_json::from_slice::<Code>(error).map_or(0, |c| c.code)
 }
 
 /// A string member, when present and not empty.
@@ -686,10 +764,23 @@ fn is_traceparent(value: &[u8]) -> bool {
 }
 
 impl ProxyCall<'_> {
-    /// The forwarded headers with this call's correlation id.
+    /// The forwarded headers with this call's correlation id, as the agent's `correlation`
+    /// strategy says, in its `correlation_header` (a name `sluice check` validated; an
+    /// unusable one falls back to `X-Correlation-Id`).
     pub(crate) fn headers(&self) -> HeaderMap {
         let mut headers = self.forward.clone();
-        headers.insert(CORRELATION_ID_HEADER, self.execution_id.header_value());
+        let config = &self.remote.config;
+        let value = match config.correlation {
+            CorrelationStrategy::None => return headers,
+            CorrelationStrategy::ExecutionId => self.execution_id.header_value(),
+            CorrelationStrategy::ExternalOrExecutionId => match &self.admitted.external {
+                Some(external) => external.header_value().clone(),
+                None => self.execution_id.header_value(),
+            },
+        };
+        let name = HeaderName::from_bytes(config.correlation_header.as_bytes())
+            .unwrap_or(CORRELATION_ID_HEADER);
+        headers.insert(name, value);
         headers
     }
 }

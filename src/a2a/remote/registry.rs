@@ -25,7 +25,6 @@ use super::card::{self, RemoteCard};
 use super::upstream::{CardFetch, Upstream};
 use crate::catalog::{Catalog, Snapshot};
 use crate::config::RemoteAgentConfig;
-use crate::invoke::pool::Pool;
 use crate::shard::FastMap;
 
 /// How often the refresher looks for cards that are due (and for a new snapshot).
@@ -79,8 +78,8 @@ impl std::fmt::Debug for RemoteAgent {
 }
 
 impl RemoteAgent {
-    fn new(tenant: &str, config: &RemoteAgentConfig, pool: &Arc<Pool>) -> RemoteAgent {
-        let upstream = Upstream::new(config, Arc::clone(pool)).map_err(|err| err.to_string());
+    fn new(tenant: &str, config: &RemoteAgentConfig) -> RemoteAgent {
+        let upstream = Upstream::new(config).map_err(|err| err.to_string());
         RemoteAgent {
             tenant: tenant.into(),
             id: config.id.as_str().into(),
@@ -169,11 +168,13 @@ impl RemoteAgent {
     }
 }
 
+/// The agents by (tenant, agent id).
+type AgentMap = FastMap<(Arc<str>, Arc<str>), Arc<RemoteAgent>>;
+
 /// Every tenant's registered agents.
 pub(crate) struct Remotes {
-    pool: Arc<Pool>,
     /// (snapshot version synced, agents by (tenant, id)).
-    agents: RwLock<(u64, FastMap<(Arc<str>, Arc<str>), Arc<RemoteAgent>>)>,
+    agents: RwLock<(u64, AgentMap)>,
 }
 
 impl std::fmt::Debug for Remotes {
@@ -186,9 +187,8 @@ impl std::fmt::Debug for Remotes {
 
 impl Remotes {
     /// No agents yet; [`Remotes::sync`] adds the snapshot's.
-    pub(crate) fn new(pool: Arc<Pool>) -> Remotes {
+    pub(crate) fn new() -> Remotes {
         Remotes {
-            pool,
             agents: RwLock::new((0, FastMap::default())),
         }
     }
@@ -210,7 +210,7 @@ impl Remotes {
             let agent = match agents.1.get(&key) {
                 Some(agent) if agent.config == **config => Arc::clone(agent),
                 _ => {
-                    let agent = Arc::new(RemoteAgent::new(tenant, config, &self.pool));
+                    let agent = Arc::new(RemoteAgent::new(tenant, config));
                     fresh.push(Arc::clone(&agent));
                     agent
                 }

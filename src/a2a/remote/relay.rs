@@ -80,7 +80,7 @@ pub(crate) async fn open_with_push(
             .map_err(proxy::upstream_error)?;
         call.seen.lock().bytes += bytes.len() as u64;
         return match wire::read_answer(&bytes, &upstream_id)? {
-            answer @ Answer::Error(..) => call.reply_of(method, &bytes, answer),
+            answer @ Answer::Error(_) => call.reply_of(method, &bytes, answer).map(Reply::from),
             Answer::Result(_) => Err(A2aError::InvalidAgentResponse),
         };
     }
@@ -112,7 +112,7 @@ pub(crate) async fn open_with_push(
     answer
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(Reply::Stream(answer))
+    Ok(Reply::Stream(Box::new(answer)))
 }
 
 /// The stream's close record, filled in as events pass.
@@ -235,7 +235,7 @@ impl Relay {
     /// One upstream event's data → the caller's frame.
     fn transform(&mut self, data: &[u8]) -> Result<Frame, A2aError> {
         match wire::read_event(data, &self.upstream_id)? {
-            Answer::Error(raw, _) => {
+            Answer::Error(raw) => {
                 let error = if self.upstream_version.is_v1() {
                     Bytes::copy_from_slice(raw.get().as_bytes())
                 } else {
@@ -277,8 +277,7 @@ impl Relay {
             return Ok(wire::event(&self.caller_id, "result", event));
         }
         let value: Value = serde_json::from_slice(event).map_err(|_| A2aError::Internal)?;
-        let last = peek.carries_status
-            && (peek.state.is_terminal() || peek.state.is_interrupted());
+        let last = peek.carries_status && (peek.state.is_terminal() || peek.state.is_interrupted());
         let value = v03::event_to_v03(&value, last);
         Ok(rpc::sse_event(&rpc::result(&self.caller_id, &value)))
     }
@@ -321,14 +320,8 @@ impl Relay {
         }
         if let (Some(task_id), Some(_)) = (&seen.task_id, &self.push) {
             if let Some(push) = self.push.take() {
-                super::push::register_for(
-                    &self.agent,
-                    &self.key,
-                    &self.caller,
-                    task_id,
-                    push,
-                )
-                .await;
+                super::push::register_for(&self.agent, &self.key, &self.caller, task_id, push)
+                    .await;
             }
         }
     }

@@ -22,8 +22,8 @@ use crate::a2a::A2aError;
 #[derive(Debug)]
 pub(crate) enum Answer<'a> {
     Result(&'a RawValue),
-    /// The error object, and its code.
-    Error(&'a RawValue, i64),
+    /// The error object (its integer `code` checked).
+    Error(&'a RawValue),
 }
 
 #[derive(Deserialize)]
@@ -36,9 +36,11 @@ struct Envelope<'a> {
     error: Option<&'a RawValue>,
 }
 
+/// What an error object must hold: an integer `code` (only checked, never read).
 #[derive(Deserialize)]
 struct ErrorCode {
-    code: i64,
+    #[serde(rename = "code")]
+    _code: i64,
 }
 
 /// Reads a JSON-RPC response `body` answering `expected_id` (JSON text). Anything else — not
@@ -53,9 +55,9 @@ pub(crate) fn read_answer<'a>(body: &'a [u8], expected_id: &str) -> Result<Answe
     match (envelope.result, envelope.error) {
         (Some(result), None) => Ok(Answer::Result(result)),
         (None, Some(error)) => {
-            let code: ErrorCode =
-                serde_json::from_str(error.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
-            Ok(Answer::Error(error, code.code))
+            serde_json::from_str::<ErrorCode>(error.get())
+                .map_err(|_| A2aError::InvalidAgentResponse)?;
+            Ok(Answer::Error(error))
         }
         _ => Err(A2aError::InvalidAgentResponse),
     }
@@ -74,9 +76,9 @@ pub(crate) fn read_event<'a>(data: &'a [u8], expected_id: &str) -> Result<Answer
     match (envelope.result, envelope.error) {
         (Some(result), None) => Ok(Answer::Result(result)),
         (None, Some(error)) => {
-            let code: ErrorCode =
-                serde_json::from_str(error.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
-            Ok(Answer::Error(error, code.code))
+            serde_json::from_str::<ErrorCode>(error.get())
+                .map_err(|_| A2aError::InvalidAgentResponse)?;
+            Ok(Answer::Error(error))
         }
         _ => Err(A2aError::InvalidAgentResponse),
     }
@@ -251,10 +253,10 @@ mod tests {
             Answer::Result(raw) => assert_eq!(raw.get(), r#"{"task":{"id":"t","x11":[1, 2]}}"#),
             other => panic!("{other:?}"),
         }
-        let body = br#"{"jsonrpc":"2.0","id":"sl-1","error":{"code":-32001,"message":"no","data":[{}]}}"#;
+        let body =
+            br#"{"jsonrpc":"2.0","id":"sl-1","error":{"code":-32001,"message":"no","data":[{}]}}"#;
         match read_answer(body, "\"sl-1\"").unwrap() {
-            Answer::Error(raw, code) => {
-                assert_eq!(code, -32001);
+            Answer::Error(raw) => {
                 assert!(raw.get().contains("\"data\":[{}]"));
             }
             other => panic!("{other:?}"),
@@ -314,7 +316,8 @@ mod tests {
         let peek = peek_wrapped(artifact);
         assert_eq!(peek.task_id.as_deref(), Some("t1"));
         assert!(!peek.carries_status);
-        let message = r#"{"message":{"messageId":"m","contextId":"c9","role":"ROLE_AGENT","parts":[]}}"#;
+        let message =
+            r#"{"message":{"messageId":"m","contextId":"c9","role":"ROLE_AGENT","parts":[]}}"#;
         let peek = peek_wrapped(message);
         assert_eq!(peek.context_id.as_deref(), Some("c9"));
         assert_eq!(peek.task_id, None);

@@ -10,7 +10,7 @@ use super::{Loc, Report};
 use crate::config::{resolve_secret, RemoteAgentConfig, Tenant, UpstreamAuth};
 
 /// Whether `id` is an agent id: `^[a-z0-9][a-z0-9-]{0,62}$`.
-pub fn is_agent_id(id: &str) -> bool {
+pub(crate) fn is_agent_id(id: &str) -> bool {
     let bytes = id.as_bytes();
     (1..=63).contains(&bytes.len())
         && bytes[0].is_ascii_lowercase() | bytes[0].is_ascii_digit()
@@ -20,7 +20,12 @@ pub fn is_agent_id(id: &str) -> bool {
 }
 
 /// Every registered agent of `tenant`; `client_ids` are the tenant's client ids.
-pub(super) fn check_agents(report: &mut Report, tloc: &Loc, tenant: &Tenant, client_ids: &HashSet<&str>) {
+pub(super) fn check_agents(
+    report: &mut Report,
+    tloc: &Loc,
+    tenant: &Tenant,
+    client_ids: &HashSet<&str>,
+) {
     let mut ids = HashSet::new();
     for agent in &tenant.a2a_agents {
         let loc = tloc.with("a2a_agent", &agent.id);
@@ -34,9 +39,17 @@ pub(super) fn check_agents(report: &mut Report, tloc: &Loc, tenant: &Tenant, cli
     }
 }
 
-fn check_agent(report: &mut Report, loc: &Loc, agent: &RemoteAgentConfig, client_ids: &HashSet<&str>) {
+fn check_agent(
+    report: &mut Report,
+    loc: &Loc,
+    agent: &RemoteAgentConfig,
+    client_ids: &HashSet<&str>,
+) {
     if !is_http_url(&agent.card_url) {
-        report.push(&loc.with("field", "card_url"), "card_url must be an absolute http(s) URL");
+        report.push(
+            &loc.with("field", "card_url"),
+            "card_url must be an absolute http(s) URL",
+        );
     }
     for client in &agent.clients {
         if !client_ids.contains(client.as_str()) {
@@ -52,7 +65,10 @@ fn check_agent(report: &mut Report, loc: &Loc, agent: &RemoteAgentConfig, client
         ("stream_idle_ms", agent.stream_idle_ms),
     ] {
         if value == 0 {
-            report.push(&loc.with("field", field), format!("{field} must be at least 1"));
+            report.push(
+                &loc.with("field", field),
+                format!("{field} must be at least 1"),
+            );
         }
     }
     if agent.card_refresh_secs < 10 {
@@ -79,7 +95,10 @@ fn check_agent(report: &mut Report, loc: &Loc, agent: &RemoteAgentConfig, client
             let lower = header.to_ascii_lowercase();
             if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
                 report.push(&auth_loc, "header is not a valid header name");
-            } else if matches!(lower.as_str(), "authorization" | "host" | "content-type" | "content-length") {
+            } else if matches!(
+                lower.as_str(),
+                "authorization" | "host" | "content-type" | "content-length"
+            ) {
                 report.push(&auth_loc, format!("header may not be {header}"));
             }
         }

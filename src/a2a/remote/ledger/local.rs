@@ -4,13 +4,13 @@
 //!
 //! Must not hold a lock across an `.await` (there is none here) or know anything but ids.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::{page, AgentKey, Entry, EntryPage, LedgerConfig, LedgerError, Seen};
+use super::{page, AgentKey, Entry, EntryPage, LedgerConfig, LedgerError, RelayRecord, Seen};
 use crate::a2a::model::TaskState;
 use crate::a2a::store::ListQuery;
 use crate::shard::{FastHash, FastMap, Sharded};
@@ -49,6 +49,9 @@ pub(crate) struct LocalLedger {
     contexts: Sharded<IdKey, ContextEntry, FastHash>,
     /// Live task entries per tenant (expired ones until swept).
     per_tenant: parking_lot::Mutex<FastMap<Arc<str>, usize>>,
+    /// Push relays by relay id, with their deadline; and relay ids by task.
+    relays: parking_lot::Mutex<FastMap<String, (RelayRecord, Instant)>>,
+    relay_tasks: parking_lot::Mutex<FastMap<IdKey, String>>,
 }
 
 impl LocalLedger {
@@ -60,6 +63,8 @@ impl LocalLedger {
             contexts: Sharded::with_hasher(SHARDS, hasher.clone()),
             hasher,
             per_tenant: Default::default(),
+            relays: Default::default(),
+            relay_tasks: Default::default(),
         }
     }
 
@@ -71,10 +76,8 @@ impl LocalLedger {
     }
 
     fn bits(&self, key: &IdKey) -> u64 {
-        let mut hasher = self.hasher.build_hasher();
-        key.hash(&mut hasher);
         // The high bits pick the shard; the map's buckets use the low ones.
-        hasher.finish() >> 40
+        self.hasher.hash_one(key) >> 40
     }
 
     pub(crate) fn owns_task(&self, agent: &AgentKey, caller: &str, task_id: &str) -> bool {
@@ -238,6 +241,11 @@ impl LocalLedger {
         for (tenant, n) in gone {
             self.uncount(&tenant, n);
         }
+        let mut relays = self.relays.lock();
+        relays.retain(|_, (_, deadline)| *deadline > now);
+        self.relay_tasks
+            .lock()
+            .retain(|_, relay_id| relays.contains_key(relay_id));
     }
 
     fn uncount(&self, tenant: &Arc<str>, n: usize) {
@@ -250,7 +258,61 @@ impl LocalLedger {
         }
     }
 
+    pub(crate) fn relay_for_task(&self, agent: &AgentKey, task_id: &str) -> Option<RelayRecord> {
+        let relay_id = self
+            .relay_tasks
+            .lock()
+            .get(&Self::key(agent, task_id))
+            .cloned()?;
+        self.relay_by_id(&relay_id)
+    }
+
+    pub(crate) fn relay_by_id(&self, relay_id: &str) -> Option<RelayRecord> {
+        let now = Instant::now();
+        self.relays
+            .lock()
+            .get(relay_id)
+            .filter(|(_, deadline)| *deadline > now)
+            .map(|(relay, _)| relay.clone())
+    }
+
+    pub(crate) fn relay_put(&self, relay: &RelayRecord) {
+        let ttl = if relay.finished {
+            self.config.terminal_ttl
+        } else {
+            self.config.active_ttl
+        };
+        let deadline = Instant::now() + ttl;
+        if let Some(task_id) = &relay.task_id {
+            let agent = relay_agent(relay);
+            self.relay_tasks
+                .lock()
+                .insert(Self::key(&agent, task_id), relay.relay_id.clone());
+        }
+        self.relays
+            .lock()
+            .insert(relay.relay_id.clone(), (relay.clone(), deadline));
+    }
+
+    pub(crate) fn relay_delete(&self, relay: &RelayRecord) {
+        self.relays.lock().remove(&relay.relay_id);
+        if let Some(task_id) = &relay.task_id {
+            self.relay_tasks
+                .lock()
+                .remove(&Self::key(&relay_agent(relay), task_id));
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.tasks.len()
+    }
+}
+
+/// The agent a relay belongs to.
+fn relay_agent(relay: &RelayRecord) -> AgentKey {
+    AgentKey {
+        tenant: relay.tenant.as_str().into(),
+        client: relay.client.as_str().into(),
+        agent: relay.agent.as_str().into(),
     }
 }

@@ -10,6 +10,10 @@
 //! - `a2a:rindex:{t}:{c}:{a}:{s}`: a set of the caller's task ids, what `ListTasks` reads;
 //!   members whose task hash is gone are pruned when read.
 //! - `a2a:rtenant:{t}`: a sorted set `{c}:{a}:{task}` → deadline (server ms), the tenant cap.
+//! - `a2a:relay:{relayId}`: a push relay record (JSON), TTL `active_ttl`; and
+//!   `a2a:rrelay:{t}:{c}:{a}:{task}`: the relay id of a task, the same TTL. A record is
+//!   written whole (last writer wins: configuration changes of one task come from its one
+//!   owner).
 //!
 //! Each write is one script (check the owner, write, count against the cap); times come from
 //! the Redis server clock. Every command is bounded by the command timeout; a timeout or any
@@ -22,7 +26,7 @@ use bytes::Bytes;
 use redis::aio::ConnectionManager;
 use redis::{RedisResult, Script};
 
-use super::{page, AgentKey, Entry, EntryPage, LedgerConfig, LedgerError, Seen};
+use super::{page, AgentKey, Entry, EntryPage, LedgerConfig, LedgerError, RelayRecord, Seen};
 use crate::a2a::model::TaskState;
 use crate::a2a::store::ListQuery;
 use crate::session::redis_wire::component;
@@ -271,7 +275,11 @@ impl RedisLedger {
         }
     }
 
-    pub(crate) async fn evict_task(&self, key: &AgentKey, task_id: &str) -> Result<(), LedgerError> {
+    pub(crate) async fn evict_task(
+        &self,
+        key: &AgentKey,
+        task_id: &str,
+    ) -> Result<(), LedgerError> {
         let mut connection = self.connection.clone();
         let owner: Option<String> = bounded(
             self.command_timeout,
@@ -308,7 +316,9 @@ impl RedisLedger {
         let mut connection = self.connection.clone();
         let ids: Vec<String> = bounded(
             self.command_timeout,
-            redis::cmd("SMEMBERS").arg(&index).query_async(&mut connection),
+            redis::cmd("SMEMBERS")
+                .arg(&index)
+                .query_async(&mut connection),
         )
         .await?;
         let mut entries = Vec::with_capacity(ids.len());
@@ -348,12 +358,125 @@ impl RedisLedger {
             }
         }
         if !gone.is_empty() {
-            let _: RedisResult<i64> = redis::cmd("SREM")
-                .arg(&index)
-                .arg(&gone)
-                .query_async(&mut connection)
-                .await;
+            // Best effort: a member left behind is pruned again next time.
+            let _ = bounded(
+                self.command_timeout,
+                redis::cmd("SREM")
+                    .arg(&index)
+                    .arg(&gone)
+                    .query_async::<i64>(&mut connection),
+            )
+            .await;
         }
         page(entries, query)
+    }
+
+    fn relay_key(&self, relay_id: &str) -> String {
+        format!("{}a2a:relay:{}", self.namespace, component(relay_id))
+    }
+
+    fn relay_task_key(&self, key: &AgentKey, task_id: &str) -> String {
+        format!(
+            "{}a2a:rrelay:{}:{}",
+            self.namespace,
+            Self::agent_part(key),
+            component(task_id)
+        )
+    }
+
+    pub(crate) async fn relay_for_task(
+        &self,
+        key: &AgentKey,
+        task_id: &str,
+    ) -> Result<Option<RelayRecord>, LedgerError> {
+        let mut connection = self.connection.clone();
+        let relay_id: Option<String> = bounded(
+            self.command_timeout,
+            redis::cmd("GET")
+                .arg(self.relay_task_key(key, task_id))
+                .query_async(&mut connection),
+        )
+        .await?;
+        match relay_id {
+            Some(relay_id) => self.relay_by_id(&relay_id).await,
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) async fn relay_by_id(
+        &self,
+        relay_id: &str,
+    ) -> Result<Option<RelayRecord>, LedgerError> {
+        let mut connection = self.connection.clone();
+        let json: Option<Vec<u8>> = bounded(
+            self.command_timeout,
+            redis::cmd("GET")
+                .arg(self.relay_key(relay_id))
+                .query_async(&mut connection),
+        )
+        .await?;
+        match json {
+            None => Ok(None),
+            Some(json) => serde_json::from_slice(&json)
+                .map(Some)
+                .map_err(|err| LedgerError::Unavailable(format!("unreadable relay record: {err}"))),
+        }
+    }
+
+    pub(crate) async fn relay_put(&self, relay: &RelayRecord) -> Result<(), LedgerError> {
+        let json =
+            serde_json::to_vec(relay).map_err(|err| LedgerError::Unavailable(err.to_string()))?;
+        let ttl = millis(if relay.finished {
+            self.config.terminal_ttl
+        } else {
+            self.config.active_ttl
+        });
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.relay_key(&relay.relay_id))
+            .arg(json)
+            .arg("PX")
+            .arg(ttl)
+            .ignore();
+        if let Some(task_id) = &relay.task_id {
+            let key = AgentKey {
+                tenant: relay.tenant.as_str().into(),
+                client: relay.client.as_str().into(),
+                agent: relay.agent.as_str().into(),
+            };
+            pipe.cmd("SET")
+                .arg(self.relay_task_key(&key, task_id))
+                .arg(&relay.relay_id)
+                .arg("PX")
+                .arg(ttl)
+                .ignore();
+        }
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            pipe.query_async::<()>(&mut connection),
+        )
+        .await
+    }
+
+    pub(crate) async fn relay_delete(&self, relay: &RelayRecord) -> Result<(), LedgerError> {
+        let mut keys = vec![self.relay_key(&relay.relay_id)];
+        if let Some(task_id) = &relay.task_id {
+            let key = AgentKey {
+                tenant: relay.tenant.as_str().into(),
+                client: relay.client.as_str().into(),
+                agent: relay.agent.as_str().into(),
+            };
+            keys.push(self.relay_task_key(&key, task_id));
+        }
+        let mut connection = self.connection.clone();
+        bounded(
+            self.command_timeout,
+            redis::cmd("DEL")
+                .arg(keys)
+                .query_async::<i64>(&mut connection),
+        )
+        .await
+        .map(drop)
     }
 }

@@ -87,7 +87,10 @@ async fn owners_see_their_ids_and_nobody_else_does() {
         assert!(!ledger.owns_task(&a, "bob", "t1").await.unwrap());
         assert!(!ledger.owns_context(&a, "bob", "c1").await.unwrap());
         // Another client application of the same tenant is another namespace.
-        assert!(!ledger.owns_task(&agent("other"), "alice", "t1").await.unwrap());
+        assert!(!ledger
+            .owns_task(&agent("other"), "alice", "t1")
+            .await
+            .unwrap());
         assert!(!ledger.owns_task(&a, "alice", "t2").await.unwrap());
 
         // Bob seeing alice's ids in an answer takes nothing from her.
@@ -126,7 +129,11 @@ async fn list_pages_only_the_callers_tasks_newest_first() {
                 TaskState::Working
             };
             ledger
-                .record(&a, caller, &seen(&format!("t{n}"), &format!("c{n}"), state, &stamp))
+                .record(
+                    &a,
+                    caller,
+                    &seen(&format!("t{n}"), &format!("c{n}"), state, &stamp),
+                )
                 .await
                 .unwrap();
         }
@@ -135,7 +142,9 @@ async fn list_pages_only_the_callers_tasks_newest_first() {
         assert_eq!(ids, ["t3", "t2", "t0"]);
         assert_eq!(page.total_size, 3);
         let status = page.entries[0].status.as_deref().unwrap();
-        assert!(std::str::from_utf8(status).unwrap().contains("TASK_STATE_COMPLETED"));
+        assert!(std::str::from_utf8(status)
+            .unwrap()
+            .contains("TASK_STATE_COMPLETED"));
 
         let mut query = all();
         query.page_size = 2;
@@ -150,10 +159,24 @@ async fn list_pages_only_the_callers_tasks_newest_first() {
 
         let mut by_state = all();
         by_state.state = Some(TaskState::Completed);
-        assert_eq!(ledger.list(&a, "alice", &by_state).await.unwrap().total_size, 1);
+        assert_eq!(
+            ledger
+                .list(&a, "alice", &by_state)
+                .await
+                .unwrap()
+                .total_size,
+            1
+        );
         let mut by_context = all();
         by_context.context_id = Some("c2".into());
-        assert_eq!(ledger.list(&a, "alice", &by_context).await.unwrap().total_size, 1);
+        assert_eq!(
+            ledger
+                .list(&a, "alice", &by_context)
+                .await
+                .unwrap()
+                .total_size,
+            1
+        );
         let mut bad = all();
         bad.page_token = Some("%%%".into());
         assert_eq!(
@@ -173,7 +196,11 @@ async fn a_tenant_holds_at_most_its_cap() {
         for n in 0..5 {
             assert!(ledger.has_room("t").await.unwrap());
             ledger
-                .record(&a, "alice", &seen(&format!("t{n}"), "c", TaskState::Working, stamp))
+                .record(
+                    &a,
+                    "alice",
+                    &seen(&format!("t{n}"), "c", TaskState::Working, stamp),
+                )
                 .await
                 .unwrap();
         }
@@ -201,7 +228,11 @@ async fn local_entries_expire() {
     let a = agent("app");
     let stamp = "2026-12-02T10:00:00.000Z";
     ledger
-        .record(&a, "alice", &seen("done", "c1", TaskState::Completed, stamp))
+        .record(
+            &a,
+            "alice",
+            &seen("done", "c1", TaskState::Completed, stamp),
+        )
         .await
         .unwrap();
     ledger
