@@ -40,7 +40,7 @@ pub struct RemoteAgentConfig {
     #[serde(default = "default_card_refresh_secs")]
     pub card_refresh_secs: u64,
     /// Also publish the agent to MCP clients of the assigned clients as the tool
-    /// `ask_{id}`.
+    /// `ask_{id}`. Not built yet: `sluice check` refuses `true`.
     #[serde(default)]
     pub expose_as_tool: bool,
     /// `A2A-Extensions` URIs a caller may ask the upstream for (others are not forwarded).

@@ -723,6 +723,7 @@ id = "Bad_Id"
 card_url = "ftp://x"
 clients = ["ghost"]
 card_refresh_secs = 1
+expose_as_tool = true
 [tenant.a2a_agent.upstream_auth]
 kind = "api_key"
 header = "Authorization"
@@ -740,6 +741,7 @@ card_url = "http://x/"
         "card_url must be an absolute http(s) URL",
         "unknown client \"ghost\"",
         "card_refresh_secs must be at least 10",
+        "expose_as_tool is not supported yet",
         "header may not be Authorization",
         "SLUICE_TEST_SURELY_UNSET_SECRET is not set",
     ] {

@@ -71,6 +71,14 @@ fn check_agent(
             );
         }
     }
+    if agent.expose_as_tool {
+        // Refused rather than ignored: an operator who asks for the MCP tool must not believe
+        // MCP clients can reach the agent.
+        report.push(
+            &loc.with("field", "expose_as_tool"),
+            "expose_as_tool is not supported yet (the agent is reachable over A2A only)",
+        );
+    }
     if agent.card_refresh_secs < 10 {
         report.push(
             &loc.with("field", "card_refresh_secs"),
