@@ -168,10 +168,13 @@ enum Workload {
     /// A2A `SendMessage` running `get_customer` (blocking, answered as JSON with the completed
     /// task), to set the A2A envelope's cost against [`Workload::GetCustomer`].
     A2aGetCustomer,
+    /// [`Workload::A2aGetCustomer`] through a second sluice that registers the first one's
+    /// agent as a remote agent (`[[tenant.a2a_agent]]`): the concentrator's proxy cost.
+    A2aProxy,
 }
 
 impl Workload {
-    const ALL: [Workload; 9] = [
+    const ALL: [Workload; 10] = [
         Workload::Hyper,
         Workload::HyperCl,
         Workload::Ping,
@@ -181,9 +184,10 @@ impl Workload {
         Workload::StatelessToolsList,
         Workload::StatelessGetCustomer,
         Workload::A2aGetCustomer,
+        Workload::A2aProxy,
     ];
     /// What a run measures unless `E2E_WORKLOADS` says otherwise.
-    const DEFAULT: [Workload; 8] = [
+    const DEFAULT: [Workload; 9] = [
         Workload::Hyper,
         Workload::HyperCl,
         Workload::Ping,
@@ -192,6 +196,7 @@ impl Workload {
         Workload::StatelessDiscover,
         Workload::StatelessToolsList,
         Workload::A2aGetCustomer,
+        Workload::A2aProxy,
     ];
 
     fn name(self) -> &'static str {
@@ -205,6 +210,7 @@ impl Workload {
             Workload::StatelessToolsList => "sl_tools_list",
             Workload::StatelessGetCustomer => "sl_get_customer",
             Workload::A2aGetCustomer => "a2a_get_customer",
+            Workload::A2aProxy => "a2a_proxy",
         }
     }
 
@@ -242,7 +248,7 @@ impl Workload {
             Workload::ToolsList | Workload::StatelessToolsList => "tools/list",
             Workload::GetCustomer | Workload::StatelessGetCustomer => "tools/call",
             Workload::StatelessDiscover => "server/discover",
-            Workload::A2aGetCustomer => "SendMessage",
+            Workload::A2aGetCustomer | Workload::A2aProxy => "SendMessage",
         }
     }
 
@@ -265,7 +271,7 @@ impl Workload {
             Workload::StatelessGetCustomer => format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_customer","arguments":{{"id":"c-100"}},"_meta":{STATELESS_META}}}}}"#
             ),
-            Workload::A2aGetCustomer => format!(
+            Workload::A2aGetCustomer | Workload::A2aProxy => format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"SendMessage","params":{{"message":{{"messageId":"m{id}","role":"ROLE_USER","parts":[{{"data":{{"tool":"get_customer","arguments":{{"id":"c-100"}}}}}}]}}}}}}"#
             ),
         }
@@ -296,7 +302,9 @@ impl Workload {
                 r#""name":"Ada Lovelace""#,
                 r#""isError":false"#,
             ],
-            Workload::A2aGetCustomer => &[r#""TASK_STATE_COMPLETED""#, r#""name":"Ada Lovelace""#],
+            Workload::A2aGetCustomer | Workload::A2aProxy => {
+                &[r#""TASK_STATE_COMPLETED""#, r#""name":"Ada Lovelace""#]
+            }
         }
     }
 }
@@ -319,7 +327,7 @@ fn check_answer(
     if status != StatusCode::OK {
         return fail("status is not 200");
     }
-    if workload == Workload::A2aGetCustomer {
+    if matches!(workload, Workload::A2aGetCustomer | Workload::A2aProxy) {
         if content_type.is_none_or(|v| v.as_bytes() != b"application/json") {
             return fail("content type is not application/json");
         }
@@ -351,6 +359,8 @@ fn check_answer(
 /// What the servers listen on.
 struct Addrs {
     sluice: SocketAddr,
+    /// The concentrator in front of `sluice` ([`Workload::A2aProxy`]).
+    edge: SocketAddr,
     hyper: SocketAddr,
     hyper_cl: SocketAddr,
 }
@@ -377,17 +387,20 @@ fn start_servers(server_rt: &Runtime, api_rt: &Runtime) -> (Addrs, oneshot::Send
     serve_config.a2a.max_tasks_per_tenant = 50_000_000;
     serve_config.a2a.task_retain_secs = 5;
 
-    let (sluice_listener, hyper_listener, hyper_cl_listener) = server_rt.block_on(async {
-        (
-            TcpListener::bind("127.0.0.1:0").await.expect("bind sluice"),
-            TcpListener::bind("127.0.0.1:0").await.expect("bind hyper"),
-            TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind hyper_cl"),
-        )
-    });
+    let (sluice_listener, edge_listener, hyper_listener, hyper_cl_listener) =
+        server_rt.block_on(async {
+            (
+                TcpListener::bind("127.0.0.1:0").await.expect("bind sluice"),
+                TcpListener::bind("127.0.0.1:0").await.expect("bind edge"),
+                TcpListener::bind("127.0.0.1:0").await.expect("bind hyper"),
+                TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind hyper_cl"),
+            )
+        });
     let addrs = Addrs {
         sluice: sluice_listener.local_addr().expect("sluice addr"),
+        edge: edge_listener.local_addr().expect("edge addr"),
         hyper: hyper_listener.local_addr().expect("hyper addr"),
         hyper_cl: hyper_cl_listener.local_addr().expect("hyper_cl addr"),
     };
@@ -397,6 +410,35 @@ fn start_servers(server_rt: &Runtime, api_rt: &Runtime) -> (Addrs, oneshot::Send
         sluice::serve(sluice_listener, serve_config, stop_sluice)
             .await
             .expect("sluice serves");
+    });
+    // The concentrator: one anonymous tenant whose client reaches the demo agent as a remote
+    // agent (no upstream credential: the demo tenant is anonymous too).
+    let edge_text = format!(
+        r#"
+[server.a2a]
+remote_max_tasks_per_tenant = 50000000
+remote_task_secs = 5
+remote_terminal_secs = 5
+[[tenant]]
+id = "edge"
+auth = {{ anonymous = true }}
+[[tenant.client]]
+id = "app"
+[[tenant.a2a_agent]]
+id = "demo"
+card_url = "http://{}/runtime/demo/agent/a2a/.well-known/agent-card.json"
+clients = ["app"]
+"#,
+        addrs.sluice
+    );
+    let edge_config = sluice::config::parse(&edge_text, "edge").expect("edge config parses");
+    let edge_catalog = Arc::new(Catalog::from_config(&edge_config).expect("edge config is valid"));
+    let edge_serve = sluice::ServeConfig::from_catalog(edge_catalog);
+    let stop_edge = stop.clone();
+    server_rt.spawn(async move {
+        sluice::serve(edge_listener, edge_serve, stop_edge)
+            .await
+            .expect("the edge serves");
     });
     server_rt.spawn(serve_baseline(
         hyper_listener,
@@ -616,6 +658,11 @@ fn workload_request(
     if workload == Workload::A2aGetCustomer {
         builder = builder
             .uri("/runtime/demo/agent/a2a")
+            .header("a2a-version", "1.0");
+    }
+    if workload == Workload::A2aProxy {
+        builder = builder
+            .uri("/runtime/edge/app/a2a/agents/demo")
             .header("a2a-version", "1.0");
     }
     builder
@@ -912,6 +959,7 @@ fn main() {
             let addr = match workload {
                 Workload::Hyper => addrs.hyper,
                 Workload::HyperCl => addrs.hyper_cl,
+                Workload::A2aProxy => addrs.edge,
                 _ => addrs.sluice,
             };
             let sample = settings.verbose && round == 0 && *conns == settings.conns[0];
