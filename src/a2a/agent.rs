@@ -225,25 +225,7 @@ impl Agent {
         let (bytes, etag) = self.cards.get(&snapshot, view, v1_only, |view| {
             self.public_card_bytes(view, v1_only)
         });
-        let matched = parts
-            .headers
-            .get(http::header::IF_NONE_MATCH)
-            .is_some_and(|value| {
-                card::matches_if_none_match(value.as_bytes(), etag.to_str().unwrap_or_default())
-            });
-        let mut answer = if matched {
-            response::empty(StatusCode::NOT_MODIFIED)
-        } else {
-            response::json(StatusCode::OK, bytes)
-        };
-        let headers = answer.headers_mut();
-        headers.insert(http::header::ETAG, etag);
-        headers.insert(
-            http::header::CACHE_CONTROL,
-            HeaderValue::from_static(card::CARD_CACHE_CONTROL),
-        );
-        headers.insert(http::header::VARY, HeaderValue::from_static("A2A-Version"));
-        Ok(answer)
+        Ok(card::answer(&parts.headers, bytes, etag))
     }
 
     /// The public card's bytes: the 1.0 members, plus the 0.3 ones unless `v1_only`.

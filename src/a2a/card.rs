@@ -250,6 +250,34 @@ pub(crate) fn matches_if_none_match(header: &[u8], etag: &str) -> bool {
     })
 }
 
+/// A card answer (the own agent's or a synthesized one): `304` when the request's
+/// `If-None-Match` names `etag`, else the bytes; with the `ETag`, `Cache-Control` and
+/// `Vary: A2A-Version` (the 0.3 members depend on it) every card answer carries.
+pub(crate) fn answer(
+    headers: &http::HeaderMap,
+    bytes: bytes::Bytes,
+    etag: http::HeaderValue,
+) -> http::Response<crate::http::response::Body> {
+    use crate::http::response;
+    use http::{header, HeaderValue, StatusCode};
+    let matched = headers.get(header::IF_NONE_MATCH).is_some_and(|value| {
+        matches_if_none_match(value.as_bytes(), etag.to_str().unwrap_or_default())
+    });
+    let mut answer = if matched {
+        response::empty(StatusCode::NOT_MODIFIED)
+    } else {
+        response::json(StatusCode::OK, bytes)
+    };
+    let out = answer.headers_mut();
+    out.insert(header::ETAG, etag);
+    out.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(CARD_CACHE_CONTROL),
+    );
+    out.insert(header::VARY, HeaderValue::from_static("A2A-Version"));
+    answer
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::agent::Call;
+use super::agent::{Agent, Call};
 use super::model::{Message, Role, StreamResponse, Task, TaskState, TaskStatus};
 use super::push::{self, PushConfig, PushPolicy};
 use super::rpc::Params;
@@ -22,6 +22,7 @@ use super::run;
 use super::store::{Appended, CancelOutcome, ListQuery, Owner, StoreError, Subscription, TaskPage};
 use super::{card, tool, A2aError};
 use crate::access::Endpoint;
+use crate::catalog::ClientView;
 
 pub(crate) const SEND_MESSAGE: &str = "SendMessage";
 pub(crate) const SEND_STREAMING_MESSAGE: &str = "SendStreamingMessage";
@@ -519,7 +520,20 @@ async fn push_config(
     config: Value,
     task_id: Option<&str>,
 ) -> Result<PushConfig, A2aError> {
-    if !call.agent.settings.push_enabled() {
+    accept_push_config(call.agent, &call.admitted.view, config, task_id).await
+}
+
+/// A push config a caller sent (to the own agent or, through the concentrator, to a remote
+/// one): -32003 when push is off; read as 1.0's `TaskPushNotificationConfig`, `task_id` filling
+/// its `taskId`; validated and its host resolved against the server's and `view`'s tenant's
+/// webhook policy (`push.rs`).
+pub(crate) async fn accept_push_config(
+    agent: &Agent,
+    view: &ClientView,
+    config: Value,
+    task_id: Option<&str>,
+) -> Result<PushConfig, A2aError> {
+    if !agent.settings.push_enabled() {
         return Err(A2aError::PushNotSupported);
     }
     let mut config: PushConfig = serde_json::from_value(config)
@@ -527,7 +541,7 @@ async fn push_config(
     if let Some(task_id) = task_id {
         config.task_id = task_id.to_owned();
     }
-    push::validate_resolved(&config, &policy(call), PUSH_RESOLVE_LIMIT)
+    push::validate_resolved(&config, &push_policy(agent, view), PUSH_RESOLVE_LIMIT)
         .await
         .map_err(|refusal| {
             A2aError::InvalidParams(format!("push notification config refused: {refusal}").into())
@@ -538,11 +552,11 @@ async fn push_config(
 /// How long creating a push config waits for its host to resolve.
 const PUSH_RESOLVE_LIMIT: Duration = Duration::from_secs(2);
 
-/// The webhook policy of the caller's tenant.
-pub(crate) fn policy(call: &Call<'_>) -> PushPolicy {
+/// The webhook policy of `view`'s tenant.
+pub(crate) fn push_policy(agent: &Agent, view: &ClientView) -> PushPolicy {
     PushPolicy::new(
-        call.agent.settings.allow_http_push,
-        &call.admitted.view.a2a().push_allowed_hosts,
+        agent.settings.allow_http_push,
+        &view.a2a().push_allowed_hosts,
     )
 }
 

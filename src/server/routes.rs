@@ -159,19 +159,8 @@ async fn answer(
                 .await
         }
         Route::A2a(target) => {
-            let refused = if state.a2a.enabled() {
-                admit(state, parts, &target, Endpoint::A2a, origin()).await
-            } else {
-                Err(Error::NotFound)
-            };
-            let mut admitted = match refused {
-                Ok(admitted) => admitted,
-                Err(refused) => {
-                    body::drain_refused(body, body::content_length(&parts.headers)).await;
-                    return Err(refused);
-                }
-            };
-            admitted.external = external;
+            let (admitted, body) =
+                admit_a2a(state, parts, &target, body, external, origin()).await?;
             state.a2a.rpc(parts, body, admitted).await
         }
         Route::A2aCard(target) => state.a2a.card(parts, &target),
@@ -186,19 +175,8 @@ async fn answer(
             Ok(crate::a2a::remote::surface::list(&state.a2a, &admitted))
         }
         Route::A2aRemote(target, id) => {
-            let refused = if state.a2a.enabled() {
-                admit(state, parts, &target, Endpoint::A2a, origin()).await
-            } else {
-                Err(Error::NotFound)
-            };
-            let mut admitted = match refused {
-                Ok(admitted) => admitted,
-                Err(refused) => {
-                    body::drain_refused(body, body::content_length(&parts.headers)).await;
-                    return Err(refused);
-                }
-            };
-            admitted.external = external;
+            let (admitted, body) =
+                admit_a2a(state, parts, &target, body, external, origin()).await?;
             crate::a2a::remote::Concentrator::rpc(&state.a2a, &id, parts, body, admitted).await
         }
         Route::A2aPushRelay(relay) => {
@@ -366,6 +344,34 @@ async fn admit(
         .access
         .admit(parts, target, endpoint, state.catalog.current(), origin)
         .await
+}
+
+/// The gate of an A2A JSON-RPC route (the own agent's or a registered remote agent's): 404
+/// while A2A is off; a refused request's body is drained (so the connection can carry the
+/// answer and the next request); the accepted external correlation id joins the admission.
+async fn admit_a2a(
+    state: &State,
+    parts: &http::request::Parts,
+    target: &crate::http::Target<'_>,
+    body: Incoming,
+    external: Option<ExternalCorrelationId>,
+    origin: Result<(), Error>,
+) -> Result<(Admitted, Incoming), Error> {
+    let admitted = if state.a2a.enabled() {
+        admit(state, parts, target, Endpoint::A2a, origin).await
+    } else {
+        Err(Error::NotFound)
+    };
+    match admitted {
+        Ok(mut admitted) => {
+            admitted.external = external;
+            Ok((admitted, body))
+        }
+        Err(refused) => {
+            body::drain_refused(body, body::content_length(&parts.headers)).await;
+            Err(refused)
+        }
+    }
 }
 
 /// The metrics label and CORS policy of a route.

@@ -36,7 +36,7 @@ use super::upstream::Upstream;
 use super::wire::{self, Answer};
 use crate::a2a::agent::Agent;
 use crate::a2a::methods;
-use crate::a2a::push::{self, Delivery, PushConfig, PushPolicy, TOKEN_HEADER};
+use crate::a2a::push::{Delivery, PushConfig, PushPolicy, TOKEN_HEADER};
 use crate::a2a::A2aError;
 use crate::http::response::{self, Body};
 use crate::http::{body, Error};
@@ -51,9 +51,6 @@ const MAX_RELAY_BODY: usize = 1024 * 1024;
 /// How long the relay webhook waits for the upstream's body.
 const RELAY_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long validating a webhook waits for its host to resolve.
-const PUSH_RESOLVE_LIMIT: Duration = Duration::from_secs(2);
-
 /// A caller's inline configuration and the relay made for it, before the task is known.
 #[derive(Debug)]
 pub(crate) struct Inline(RelayRecord);
@@ -65,36 +62,20 @@ fn secret() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// The webhook policy of the call's tenant.
-fn policy_of(call: &ProxyCall<'_>) -> PushPolicy {
-    PushPolicy::new(
-        call.agent.settings.allow_http_push,
-        &call.admitted.view.a2a().push_allowed_hosts,
-    )
-}
-
-/// A caller's configuration, read and validated; its `id` defaults to the task id.
+/// A caller's configuration, read and validated as the own agent's are; its `id` defaults to
+/// the task id.
 async fn validated(
     call: &ProxyCall<'_>,
     config: Value,
     task_id: Option<&str>,
 ) -> Result<PushConfig, A2aError> {
-    if !call.agent.settings.push_enabled() {
-        return Err(A2aError::PushNotSupported);
-    }
-    let mut config: PushConfig = serde_json::from_value(config)
-        .map_err(|err| A2aError::InvalidParams(err.to_string().into()))?;
-    if let Some(task_id) = task_id {
-        config.task_id = task_id.to_owned();
-        if config.id.is_empty() {
+    let mut config =
+        methods::accept_push_config(call.agent, &call.admitted.view, config, task_id).await?;
+    if config.id.is_empty() {
+        if let Some(task_id) = task_id {
             config.id = task_id.to_owned();
         }
     }
-    push::validate_resolved(&config, &policy_of(call), PUSH_RESOLVE_LIMIT)
-        .await
-        .map_err(|refusal| {
-            A2aError::InvalidParams(format!("push notification config refused: {refusal}").into())
-        })?;
     Ok(config)
 }
 
@@ -385,11 +366,10 @@ async fn fan_out(agent: &Agent, relay: &RelayRecord, body: Bytes) {
         .or_else(|| peek.task_id.as_deref().map(str::to_owned))
         .unwrap_or_default();
     let snapshot = agent.catalog.current();
-    let allowed = snapshot
-        .client(&relay.tenant, &relay.client)
-        .map(|view| view.a2a().push_allowed_hosts.clone())
-        .unwrap_or_default();
-    let policy = PushPolicy::new(agent.settings.allow_http_push, &allowed);
+    let policy = match snapshot.client(&relay.tenant, &relay.client) {
+        Some(view) => methods::push_policy(agent, view),
+        None => PushPolicy::new(agent.settings.allow_http_push, &[]),
+    };
     for config in &relay.configs {
         let Ok(mut config) = serde_json::from_value::<PushConfig>(config.clone()) else {
             continue;

@@ -98,25 +98,7 @@ pub(crate) fn card(
             "the remote agent's card has not been fetched yet".into(),
         ));
     };
-    let matched = parts
-        .headers
-        .get(http::header::IF_NONE_MATCH)
-        .is_some_and(|value| {
-            own_card::matches_if_none_match(value.as_bytes(), etag.to_str().unwrap_or_default())
-        });
-    let mut answer = if matched {
-        response::empty(StatusCode::NOT_MODIFIED)
-    } else {
-        response::json(StatusCode::OK, bytes)
-    };
-    let headers = answer.headers_mut();
-    headers.insert(http::header::ETAG, etag);
-    headers.insert(
-        http::header::CACHE_CONTROL,
-        HeaderValue::from_static(own_card::CARD_CACHE_CONTROL),
-    );
-    headers.insert(http::header::VARY, HeaderValue::from_static("A2A-Version"));
-    Ok(answer)
+    Ok(own_card::answer(&parts.headers, bytes, etag))
 }
 
 /// The synthesized card's bytes and `ETag`, built once per upstream card version, snapshot

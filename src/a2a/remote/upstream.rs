@@ -116,21 +116,12 @@ impl Upstream {
             if let Some(etag) = etag.and_then(|e| HeaderValue::from_str(e).ok()) {
                 request = request.header(IF_NONE_MATCH, etag);
             }
-            let credential = self
-                .credential
-                .header(&self.pool, self.left(deadline))
-                .await?;
-            if let Some((name, value)) = &credential {
-                request = request.header(name, value);
-            }
-            let used = credential.as_ref().map(|(_, value)| value);
-            let request = request
-                .body(Full::new(Bytes::new()))
-                .map_err(|_| UpstreamError::Config("invalid card request".into()))?;
-            let response = self.send(request, deadline).await?;
+            let (response, used) = self.authorized(request, Bytes::new(), deadline).await?;
             match response.status {
                 StatusCode::NOT_MODIFIED => return Ok(CardFetch::NotModified),
-                StatusCode::UNAUTHORIZED if !rejected && self.credential.rejected(used) => {
+                StatusCode::UNAUTHORIZED
+                    if !rejected && self.credential.rejected(used.as_ref()) =>
+                {
                     rejected = true;
                 }
                 status if status.is_success() => {
@@ -174,20 +165,12 @@ impl Upstream {
                     map.insert(name.clone(), value.clone());
                 }
             }
-            let credential = self
-                .credential
-                .header(&self.pool, self.left(deadline))
-                .await?;
-            if let Some((name, value)) = &credential {
-                request = request.header(name, value);
-            }
-            let used = credential.as_ref().map(|(_, value)| value);
-            let request = request
-                .body(Full::new(body.clone()))
-                .map_err(|_| UpstreamError::Config("invalid upstream request".into()))?;
-            let response = self.send(request, deadline).await?;
+            let (response, used) = self.authorized(request, body.clone(), deadline).await?;
             let status = response.status;
-            if status == StatusCode::UNAUTHORIZED && !rejected && self.credential.rejected(used) {
+            if status == StatusCode::UNAUTHORIZED
+                && !rejected
+                && self.credential.rejected(used.as_ref())
+            {
                 rejected = true;
                 continue;
             }
@@ -212,6 +195,31 @@ impl Upstream {
                 crate::jsonrpc::echo(&media_type)
             )));
         }
+    }
+
+    /// Sends `request` with `body` and the runtime's credential; returns the answer and the
+    /// credential value it carried (what a 401 refused).
+    async fn authorized(
+        &self,
+        mut request: http::request::Builder,
+        body: Bytes,
+        deadline: Instant,
+    ) -> Result<(UpstreamResponse, Option<HeaderValue>), UpstreamError> {
+        let credential = self
+            .credential
+            .header(&self.pool, self.left(deadline))
+            .await?;
+        let used = match credential {
+            Some((name, value)) => {
+                request = request.header(name, value.clone());
+                Some(value)
+            }
+            None => None,
+        };
+        let request = request
+            .body(Full::new(body))
+            .map_err(|_| UpstreamError::Config("invalid upstream request".into()))?;
+        Ok((self.send(request, deadline).await?, used))
     }
 
     fn left(&self, deadline: Instant) -> Duration {
