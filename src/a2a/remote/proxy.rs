@@ -428,7 +428,7 @@ impl ProxyCall<'_> {
         let body = wire::request_body(&upstream_id, wire_method, &wire_params);
         let response = self
             .upstream
-            .post(&interface.url, interface.version, body, &self.forward)
+            .post(&interface.url, interface.version, body, &self.headers())
             .await
             .map_err(upstream_error)?;
         let bytes = response

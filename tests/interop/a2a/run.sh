@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # A2A interop tests: the official A2A Python SDK client (a2a-sdk 1.3.0, requirements.txt) and the
 # official JavaScript one (@a2a-js/sdk 1.3.0, package-lock.json) against a real sluice serving the
-# client application `agent` of tenant `a2a` as an A2A agent (sluice.a2a.toml).
+# client application `agent` of tenant `a2a` as an A2A agent (sluice.a2a.toml), and the same
+# sluice as a concentrator in front of remote agents built on the official Python SDK
+# (remote_agent.py: one serving 1.0, one serving only 0.3, one the checks stop).
 #
 # Creates (or reuses) a venv in target/a2a-interop-venv, builds sluice (debug profile: the binary
 # `cargo test` already built, so CI compiles nothing new), starts the stub downstream API
-# (downstream.py) and `sluice serve` on a free loopback port, waits for /healthz, runs
-# test_a2a_python.py (1.0 and 0.3 compat mode), then a2a.mjs with the machine's Node (>= 20;
-# `npm ci` into target/a2a-interop-js, reused while the lock file is unchanged), and always stops
-# what it started. With SLUICE_A2A_CLUSTER=1 it also starts two instances sharing the machine's
-# Redis (127.0.0.1:6379, a key prefix of their own per run) and runs the two-instance checks
+# (downstream.py), the three remote agents and `sluice serve` on a free loopback port, waits for
+# /healthz, runs test_a2a_python.py (1.0 and 0.3 compat mode), test_a2a_remote.py (the
+# concentrator), then a2a.mjs with the machine's Node (>= 20; `npm ci` into target/a2a-interop-js,
+# reused while the lock file is unchanged), and always stops what it started. With
+# SLUICE_A2A_CLUSTER=1 it also starts two instances sharing the machine's Redis (127.0.0.1:6379, a
+# key prefix of their own per run) and runs the two-instance checks of both Python suites
 # (A2A_CLUSTER=1). Each suite prints its own `N passed, N failed`; the last line printed is the
 # combined `N passed, N failed`; the exit status is non-zero on any failure.
 #
 # Env: CARGO_TARGET_DIR (where the binary is built, default target/),
 #      SLUICE_BIN (a sluice binary to run instead: no `cargo build` then),
 #      SLUICE_A2A_CLUSTER=1 (the two-instance checks on Redis; SLUICE_A2A_REDIS overrides the URL),
+#      A2A_SUITES (which suites run: a subset of "python remote js", the default all three),
 #      A2A_VERBOSE=1 (tracebacks for failed checks), RUST_LOG (sluice's log filter).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -89,8 +93,41 @@ done
 [ -n "$api_port" ] || setup_failed "the stub downstream announced no port"
 api="http://127.0.0.1:$api_port"
 
+# --- the remote agents: the upstream's bearer secret, and a wrong one for the `wrong` agent ---
+printf 'upstream-interop-secret-%s\n' "$$" >"$work/upstream.secret"
+printf 'not-the-upstream-secret\n' >"$work/wrong.secret"
+# start_agent NAME PROTOCOL: starts remote_agent.py and sets $agent_url to its card URL.
+start_agent() {
+  local name=$1 protocol=$2 port=""
+  "$py" -u "$here/remote_agent.py" --protocol "$protocol" --secret-file "$work/upstream.secret" \
+    >"$work/$name.port" 2>"$work/$name.log" &
+  pids+=($!)
+  agent_pid=$!
+  for _ in $(seq 100); do
+    port=$(head -1 "$work/$name.port" 2>/dev/null || true)
+    [ -n "$port" ] && break
+    kill -0 "$agent_pid" 2>/dev/null || setup_failed "the remote agent $name exited"
+    sleep 0.1
+  done
+  [ -n "$port" ] || setup_failed "the remote agent $name announced no port"
+  agent_url="http://127.0.0.1:$port/.well-known/agent-card.json"
+}
+start_agent agent-v1 1.0
+v1_card=$agent_url
+start_agent agent-v03 0.3
+v03_card=$agent_url
+start_agent agent-doomed 1.0
+doomed_card=$agent_url
+doomed_pid=$agent_pid
+
+# fixture AUDIT_FILE: sluice.a2a.toml with every placeholder filled in.
+fixture() {
+  sed -e "s#{api}#$api#g" -e "s#{v1}#$v1_card#g" -e "s#{v03}#$v03_card#g" \
+    -e "s#{doomed}#$doomed_card#g" -e "s#{secret}#$work/upstream.secret#g" \
+    -e "s#{wrong_secret}#$work/wrong.secret#g" -e "s#{audit}#$1#g" "$here/sluice.a2a.toml"
+}
 config="$work/sluice.toml"
-sed "s#{api}#$api#g" "$here/sluice.a2a.toml" >"$config"
+fixture "$work/audit.jsonl" >"$config"
 
 free_port() {
   "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
@@ -139,23 +176,32 @@ main_base=$base
 cluster_env=()
 if [ "${SLUICE_A2A_CLUSTER:-}" = "1" ]; then
   key_prefix="a2a-interop-$$-$(date +%s)"
-  cluster_config="$work/sluice-cluster.toml"
-  {
-    cat "$config"
-    printf '\n[cluster]\nredis_url = "%s"\nkey_prefix = "%s"\nexpected_instances = 2\n' "$redis_url" "$key_prefix"
-  } >"$cluster_config"
-  start_sluice cluster-a "$cluster_config"
+  for side in a b; do
+    {
+      fixture "$work/audit-$side.jsonl"
+      printf '\n[cluster]\nredis_url = "%s"\nkey_prefix = "%s"\nexpected_instances = 2\n' "$redis_url" "$key_prefix"
+    } >"$work/sluice-cluster-$side.toml"
+  done
+  start_sluice cluster-a "$work/sluice-cluster-a.toml"
   cluster_a=$base
-  start_sluice cluster-b "$cluster_config"
+  start_sluice cluster-b "$work/sluice-cluster-b.toml"
   cluster_b=$base
   cluster_env=(A2A_CLUSTER=1 SLUICE_CLUSTER_A="$cluster_a" SLUICE_CLUSTER_B="$cluster_b")
 fi
 
+suites=" ${A2A_SUITES:-python remote js} "
+# wanted SUITE: whether SUITE runs (a skipped one counts 0 passed, 0 failed).
+wanted() { [[ "$suites" == *" $1 "* ]]; }
+
 # --- the checks: the Python suite ---
 summary="$work/summary"
 status=0
-env "${cluster_env[@]}" SLUICE_URL="$main_base" A2A_SUMMARY="$summary" \
-  timeout 240 "$py" "$here/test_a2a_python.py" || status=$?
+if wanted python; then
+  env "${cluster_env[@]}" SLUICE_URL="$main_base" A2A_SUMMARY="$summary" \
+    timeout 240 "$py" "$here/test_a2a_python.py" || status=$?
+else
+  echo "0 passed, 0 failed" >"$summary"
+fi
 py_line=$(tail -1 "$summary" 2>/dev/null || true)
 if ! [[ "$py_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
   echo "the Python suite wrote no summary" >&2
@@ -163,9 +209,30 @@ if ! [[ "$py_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
   status=1
 fi
 
+# --- the checks: the concentrator suite ---
+remote_line=""
+remote_status=0
+if wanted remote; then
+  env "${cluster_env[@]}" SLUICE_URL="$main_base" A2A_SUMMARY="$summary.remote" \
+    A2A_AUDIT="$work/audit.jsonl" A2A_UPSTREAM_V1="${v1_card%/.well-known/agent-card.json}" \
+    A2A_UPSTREAM_V03="${v03_card%/.well-known/agent-card.json}" \
+    A2A_UPSTREAM_SECRET="$(cat "$work/upstream.secret")" A2A_DOOMED_PID="$doomed_pid" \
+    timeout 300 "$py" "$here/test_a2a_remote.py" || remote_status=$?
+else
+  echo "0 passed, 0 failed" >"$summary.remote"
+fi
+remote_line=$(tail -1 "$summary.remote" 2>/dev/null || true)
+if ! [[ "$remote_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
+  echo "the concentrator suite wrote no summary" >&2
+  remote_line="0 passed, 1 failed"
+fi
+[ "$remote_status" -eq 0 ] || status=1
+
 # --- the checks: the JavaScript suite (the pinned SDK, reused while package-lock.json is unchanged) ---
 js_line=""
-if ! command -v node >/dev/null 2>&1 ||
+if ! wanted js; then
+  js_line="0 passed, 0 failed"
+elif ! command -v node >/dev/null 2>&1 ||
   [ "$(node -p 'Number(process.versions.node.split(".")[0])' 2>/dev/null || echo 0)" -lt 20 ]; then
   echo "FAIL   js: Node >= 20 is needed (found: $(node --version 2>/dev/null || echo none))" >&2
   js_line="0 passed, 1 failed"
@@ -199,12 +266,13 @@ fi
 [[ "$js_line" =~ \ 0\ failed$ ]] || status=1
 
 if [ "$status" -ne 0 ]; then
-  for log in "$work"/sluice*.log "$work"/cluster-*.log; do
+  for log in "$work"/sluice*.log "$work"/cluster-*.log "$work"/agent-*.log; do
     [ -s "$log" ] && { echo "--- $(basename "$log")" >&2; tail -30 "$log" >&2; }
   done
 fi
 # The combined summary stays the last line on stdout.
 read -r py_passed _ py_failed _ <<<"${py_line//,/}"
+read -r remote_passed _ remote_failed _ <<<"${remote_line//,/}"
 read -r js_passed _ js_failed _ <<<"${js_line//,/}"
-echo "$((py_passed + js_passed)) passed, $((py_failed + js_failed)) failed"
+echo "$((py_passed + remote_passed + js_passed)) passed, $((py_failed + remote_failed + js_failed)) failed"
 exit "$status"
