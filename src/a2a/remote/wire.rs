@@ -102,7 +102,7 @@ pub(crate) fn request_body(id: &str, method: &str, params: &serde_json::Value) -
 /// breaks (insignificant whitespace in valid JSON) written as spaces so the response also fits
 /// on one SSE `data:` line.
 pub(crate) fn put_response(out: &mut BytesMut, id: &[u8], member: &str, payload: &[u8]) {
-    out.reserve(payload.len() + id.len() + 32);
+    out.reserve(response_len(id, member, payload));
     out.put_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.put_slice(id);
     out.put_slice(b",\"");
@@ -120,16 +120,26 @@ pub(crate) fn put_response(out: &mut BytesMut, id: &[u8], member: &str, payload:
     out.put_slice(b"}");
 }
 
+/// The exact length [`put_response`] writes: `{"jsonrpc":"2.0","id":` (22), the id, `,"` (2),
+/// the member, `":` (2), the payload, `}` (1).
+fn response_len(id: &[u8], member: &str, payload: &[u8]) -> usize {
+    27 + id.len() + member.len() + payload.len()
+}
+
 /// A JSON answer: the response for `id` with `payload` as its `member` (`result`/`error`).
 pub(crate) fn response(id: &[u8], member: &str, payload: &[u8]) -> Bytes {
-    let mut out = BytesMut::new();
+    let mut out = BytesMut::with_capacity(response_len(id, member, payload));
     put_response(&mut out, id, member, payload);
     out.freeze()
 }
 
 /// One SSE event holding the response for `id` with `payload` as its `member`.
+///
+/// One allocation: the buffer is sized exactly (`data: ` and the blank line around the
+/// response), so freezing it needs no shared header either (`Bytes::from(Vec)` allocates one
+/// when the length falls short of the capacity).
 pub(crate) fn event(id: &[u8], member: &str, payload: &[u8]) -> Bytes {
-    let mut out = BytesMut::with_capacity(payload.len() + id.len() + 40);
+    let mut out = BytesMut::with_capacity(8 + response_len(id, member, payload));
     out.put_slice(b"data: ");
     put_response(&mut out, id, member, payload);
     out.put_slice(b"\n\n");
@@ -141,11 +151,11 @@ pub(crate) fn event(id: &[u8], member: &str, payload: &[u8]) -> Bytes {
 /// Ids and status of a Task, Message or update event, borrowed from its JSON.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct Ids<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     pub id: Option<Cow<'a, str>>,
-    #[serde(borrow, default, rename = "taskId")]
+    #[serde(borrow, default, rename = "taskId", deserialize_with = "borrowed")]
     pub task_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default, rename = "contextId")]
+    #[serde(borrow, default, rename = "contextId", deserialize_with = "borrowed")]
     pub context_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub status: Option<&'a RawValue>,
@@ -153,10 +163,41 @@ pub(crate) struct Ids<'a> {
 
 #[derive(Debug, Default, Deserialize)]
 struct StatusPeek<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     state: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "borrowed")]
     timestamp: Option<Cow<'a, str>>,
+}
+
+/// An optional string borrowed from the input when it has no escapes (serde borrows a bare
+/// `Cow<str>` field but copies one inside an `Option`: one allocation per id per event).
+fn borrowed<'de, D>(deserializer: D) -> Result<Option<Cow<'de, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Text;
+    impl<'de> serde::de::Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string or null")
+        }
+        fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_owned())))
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+    deserializer.deserialize_option(Text)
 }
 
 /// A `SendMessage` result or a stream event (`StreamResponse`): which member it holds.
@@ -322,5 +363,37 @@ mod tests {
         assert_eq!(peek.context_id.as_deref(), Some("c9"));
         assert_eq!(peek.task_id, None);
         assert_eq!(peek_wrapped("[1]"), Peek::default());
+    }
+
+    #[test]
+    fn ids_are_borrowed_unless_escaped() {
+        let json = r#"{"statusUpdate":{"taskId":"t1","contextId":"c\u0031","status":{"state":"TASK_STATE_WORKING","timestamp":null}}}"#;
+        let peek = peek_wrapped(json);
+        assert!(
+            matches!(peek.task_id, Some(Cow::Borrowed("t1"))),
+            "{peek:?}"
+        );
+        assert!(
+            matches!(&peek.context_id, Some(Cow::Owned(c)) if c == "c1"),
+            "{peek:?}"
+        );
+        assert_eq!(peek.state, TaskState::Working);
+        assert_eq!(peek.stamp, None);
+        // A wrong type is no peek at all, as before.
+        assert_eq!(
+            peek_wrapped(r#"{"statusUpdate":{"taskId":7}}"#),
+            Peek::default()
+        );
+    }
+
+    #[test]
+    fn frames_are_sized_exactly() {
+        let frame = event(b"\"x-1\"", "result", br#"{"task":{}}"#);
+        assert_eq!(
+            &frame[..],
+            &b"data: {\"jsonrpc\":\"2.0\",\"id\":\"x-1\",\"result\":{\"task\":{}}}\n\n"[..]
+        );
+        let body = response(b"1", "error", b"{}");
+        assert_eq!(body.len(), response_len(b"1", "error", b"{}"));
     }
 }
