@@ -10,6 +10,7 @@
 //! (tenant, client) listings changed. Does no IO beyond loading the configuration file (through
 //! [`crate::config::load`]), never reads the environment, never computes anything per request.
 
+pub(crate) mod agent_tool;
 pub mod check;
 pub(crate) mod compile;
 pub mod discover;

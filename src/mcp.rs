@@ -23,6 +23,7 @@
 //!
 //! Must not touch sockets or HTTP types: status codes are the transport's (`http/`) business.
 
+pub(crate) mod agents;
 mod audit;
 mod dispatch;
 mod era;
@@ -390,6 +391,8 @@ pub struct Dispatcher {
     bos_key: Option<crate::bos::HandleKey>,
     /// JSON computed once from `config`: capabilities, serverInfo, era suffixes, discover.
     prepared: lifecycle::Prepared,
+    /// Who answers the `ask_{agentId}` tools (the concentrator, wired in once it exists).
+    agents: agents::Asker,
 }
 
 impl Dispatcher {
@@ -422,7 +425,13 @@ impl Dispatcher {
             metrics: None,
             bos_key,
             prepared,
+            agents: agents::Asker::default(),
         }
+    }
+
+    /// Wires in who answers the `ask_{agentId}` tools (once; later calls are ignored).
+    pub(crate) fn set_agents(&self, agents: Arc<dyn agents::AskAgent>) {
+        let _ = self.agents.0.set(agents);
     }
 
     /// This dispatcher, counting federated source errors in `metrics`

@@ -229,6 +229,8 @@ pub async fn serve(
         keepalive: config.sse_keepalive,
     });
     a2a.register_metrics();
+    // The `ask_{agentId}` MCP tools of registered agents are answered by the concentrator.
+    dispatcher.set_agents(crate::a2a::remote::ask::AgentAsker::new(&a2a));
     let a2a_janitor = Agent::spawn_janitor(&a2a, drain.clone());
     let state = Arc::new(State {
         a2a,

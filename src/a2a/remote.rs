@@ -14,14 +14,18 @@
 //! - `ledger.rs` (+ `ledger/`): which caller owns which upstream task and context.
 //! - `proxy.rs`: the JSON-RPC endpoint, method by method; `wire.rs`: the envelopes and frames
 //!   around the upstream's payload; `relay.rs`: the streaming relay.
+//! - `forward.rs`: the headers that go upstream besides the body and the credential.
 //! - `push.rs`: the push relay.
+//! - `ask.rs`: the `ask_{agentId}` MCP tools of agents with `expose_as_tool`.
 //! - `surface.rs`: the agents list and the synthesized card routes.
 //!
 //! Must not grow a second A2A stack: requests are read by `agent.rs`, errors come from
 //! `error.rs` and the one table, translation from `v03.rs`, audit and metrics are the crate's.
 
+pub(crate) mod ask;
 pub(crate) mod auth;
 mod card;
+mod forward;
 pub(crate) mod ledger;
 pub(crate) mod proxy;
 pub(crate) mod push;

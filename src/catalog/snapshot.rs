@@ -15,10 +15,10 @@ use http::HeaderName;
 use sha2::{Digest, Sha256};
 
 use super::compile::validate;
-use super::meta_tool;
 use super::plan::ToolPlan;
 use super::prompt::effective_prompt;
 use super::schema::{self, ToolSchemas};
+use super::{agent_tool, meta_tool};
 use crate::config::{
     Assignment, ClientApp, Config, Correlation, Loc, Problem, Report, SchemaMode, ServerSettings,
     TenantAuth, Tool,
@@ -72,8 +72,11 @@ pub struct ClientView {
     by_name: FastMap<Arc<str>, usize>,
     /// Assigned toolsets in id order.
     toolsets: Vec<ToolsetView>,
-    /// `tools/list` entries in name order, the meta-tool included when needed.
+    /// `tools/list` entries in name order, the meta-tool and the agent tools included.
     list_entries: Vec<Bytes>,
+    /// The `ask_{id}` tools of registered agents exposed to this client: (tool name, agent id),
+    /// in name order.
+    agent_tools: Vec<(Arc<str>, Arc<str>)>,
     /// Bytes of the listing array `[e1,e2,…]`.
     list_len: usize,
     fingerprint: u64,
@@ -168,6 +171,14 @@ impl ClientView {
     }
 
     /// The pre-serialized `tools/list` entries in listing order (for paging).
+    /// The registered agent that tool `name` asks (`expose_as_tool`), if it is one.
+    pub(crate) fn agent_tool(&self, name: &str) -> Option<&Arc<str>> {
+        self.agent_tools
+            .binary_search_by(|(tool, _)| (**tool).cmp(name))
+            .ok()
+            .map(|i| &self.agent_tools[i].1)
+    }
+
     pub fn list_entries(&self) -> &[Bytes] {
         &self.list_entries
     }
@@ -361,10 +372,19 @@ impl Snapshot {
                         n_visible_tools: visible.len() - before,
                     });
                 }
+                let agents = tenant
+                    .a2a_agents
+                    .iter()
+                    .filter(|a| a.enabled && a.expose_as_tool && a.clients.contains(&app.id))
+                    .map(|a| {
+                        let (name, entry) = agent_tool::entry(a);
+                        (name, entry, Arc::from(a.id.as_str()))
+                    })
+                    .collect();
                 let mut view = client_view(
                     &tenant_id,
                     app,
-                    visible,
+                    (visible, agents),
                     toolsets,
                     log_list_payloads,
                     Arc::clone(&auth),
@@ -553,10 +573,13 @@ impl Snapshot {
     }
 }
 
+/// A registered agent's `ask_{id}` tool: its name, `tools/list` entry and the agent id.
+type AgentToolEntry = (String, Bytes, Arc<str>);
+
 fn client_view(
     tenant: &Arc<str>,
     app: &ClientApp,
-    mut tools: Vec<Arc<CatalogTool>>,
+    (mut tools, mut agents): (Vec<Arc<CatalogTool>>, Vec<AgentToolEntry>),
     toolsets: Vec<ToolsetView>,
     log_list_payloads: bool,
     auth: Arc<TenantAuth>,
@@ -570,18 +593,25 @@ fn client_view(
         .collect();
     let needs_discovery = tools.iter().any(|t| t.def.schema_mode != SchemaMode::Full);
 
-    let mut list_entries: Vec<Bytes> = Vec::with_capacity(tools.len() + 1);
-    let mut meta_pending = needs_discovery;
-    for tool in &tools {
-        if meta_pending && &*tool.name > schema::DISCOVER_TOOL_NAME {
-            list_entries.push(meta_tool::entry());
-            meta_pending = false;
-        }
-        list_entries.push(tool.list_entry.clone());
+    // Tools, the meta-tool when needed and the agent tools, in name order (names are unique:
+    // validation refuses a tool named like an agent tool).
+    agents.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut named: Vec<(&str, Bytes)> = Vec::with_capacity(tools.len() + agents.len() + 1);
+    named.extend(tools.iter().map(|t| (&*t.name, t.list_entry.clone())));
+    if needs_discovery {
+        named.push((schema::DISCOVER_TOOL_NAME, meta_tool::entry()));
     }
-    if meta_pending {
-        list_entries.push(meta_tool::entry());
-    }
+    named.extend(
+        agents
+            .iter()
+            .map(|(name, entry, _)| (name.as_str(), entry.clone())),
+    );
+    named.sort_by(|a, b| a.0.cmp(b.0));
+    let list_entries: Vec<Bytes> = named.into_iter().map(|(_, entry)| entry).collect();
+    let agent_tools = agents
+        .into_iter()
+        .map(|(name, _, id)| (Arc::from(name), id))
+        .collect();
     let list_len = 2
         + list_entries.iter().map(Bytes::len).sum::<usize>()
         + list_entries.len().saturating_sub(1);
@@ -619,6 +649,7 @@ fn client_view(
         by_name,
         toolsets,
         list_entries,
+        agent_tools,
         list_len,
         fingerprint: u64::from_be_bytes(first8),
         prompts_fingerprint: u64::from_be_bytes(prompts8),

@@ -39,8 +39,9 @@ pub struct RemoteAgentConfig {
     /// How often the card is fetched again (`If-None-Match`), in seconds (at least 10).
     #[serde(default = "default_card_refresh_secs")]
     pub card_refresh_secs: u64,
-    /// Also publish the agent to MCP clients of the assigned clients as the tool
-    /// `ask_{id}`. Not built yet: `sluice check` refuses `true`.
+    /// Also publish the agent to MCP clients of the assigned clients as the tool `ask_{id}`
+    /// (its `-` as `_`): `message` in, the task's final state and artifacts out
+    /// (`a2a/remote/ask.rs`).
     #[serde(default)]
     pub expose_as_tool: bool,
     /// `A2A-Extensions` URIs a caller may ask the upstream for (others are not forwarded).

@@ -1,4 +1,5 @@
-//! `tools/list` and `tools/call`, including the `discover_tool_schema` meta-tool.
+//! `tools/list` and `tools/call`, including the `discover_tool_schema` meta-tool and the
+//! `ask_{agentId}` tools of registered remote agents (`agents.rs`).
 //!
 //! `tools/list` copies the snapshot's pre-serialized entries (the meta-tool already placed by
 //! the catalog, in name order) page by page. `tools/call` resolves the tool in the snapshot and
@@ -20,6 +21,8 @@
 //!
 //! Must not build JSON trees: results are written straight into a `BytesMut`.
 
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use simd_json::prelude::*;
 use simd_json::tape::Value;
@@ -28,7 +31,7 @@ use simd_json::BorrowedValue;
 use super::era::Cache;
 use super::page::{self, ListKind};
 use super::result::{failure, success};
-use super::{federated, json, params, Dispatcher, McpError, Reply, Scope};
+use super::{agents, federated, json, params, Dispatcher, McpError, Reply, Scope};
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
 use crate::config::Downstream;
@@ -109,6 +112,13 @@ pub(crate) async fn call(
         return match view {
             Some(view) if params.name == DISCOVER_TOOL_NAME && view.needs_discovery() => {
                 Ok(discover_tool_schema(d, scope, view, params.arguments))
+            }
+            Some(view) if view.agent_tool(params.name).is_some() => {
+                let agent = view
+                    .agent_tool(params.name)
+                    .map(Arc::clone)
+                    .unwrap_or_default();
+                Ok(agents::call(d, scope, view, &agent, params.arguments).await)
             }
             _ => Err(McpError::InvalidParams(
                 format!("Unknown tool: {}", echo(params.name)).into(),

@@ -731,6 +731,16 @@ secret_env = "SLUICE_TEST_SURELY_UNSET_SECRET"
 [[tenant.a2a_agent]]
 id = "Bad_Id"
 card_url = "http://x/"
+[[tenant.a2a_agent]]
+id = "helper"
+card_url = "http://x/"
+expose_as_tool = true
+[[tenant.toolset]]
+id = "s"
+[[tenant.toolset.tool]]
+name = "ask_helper"
+description = "Named like the agent's tool."
+downstream = { kind = "rest", method = "GET", url = "http://x/y" }
 "#;
     let config = sluice::config::parse(text, "t.toml").expect("parses");
     let report = sluice::catalog::Catalog::from_config(&config).expect_err("problems");
@@ -741,7 +751,7 @@ card_url = "http://x/"
         "card_url must be an absolute http(s) URL",
         "unknown client \"ghost\"",
         "card_refresh_secs must be at least 10",
-        "expose_as_tool is not supported yet",
+        "a tool of this tenant is already named \"ask_helper\"",
         "header may not be Authorization",
         "SLUICE_TEST_SURELY_UNSET_SECRET is not set",
     ] {
@@ -750,4 +760,135 @@ card_url = "http://x/"
             "{expected:?} missing from:\n{text}"
         );
     }
+}
+
+/// A stateless-era (2026-07-28) MCP request to the edge's `app` endpoint as `key`.
+async fn mcp(edge: &Edge, key: &GeneratedKey, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let name = params["name"].as_str().unwrap_or("").to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let mut headers = vec![
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+        ("x-api-key", key.token.as_str()),
+    ];
+    if !name.is_empty() {
+        headers.push(("mcp-name", name.as_str()));
+    }
+    let reply = support::send(
+        edge.server.addr,
+        support::request(
+            edge.server.addr,
+            Method::POST,
+            "/runtime/edge/app/mcp",
+            &headers,
+            &body,
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    reply.json()
+}
+
+#[tokio::test]
+async fn an_exposed_agent_is_an_mcp_tool_that_answers_the_tasks_final_state() {
+    let edge = edge("expose_as_tool = true").await;
+    let listed = mcp(&edge, &edge.alice, "tools/list", json!({})).await;
+    let tools = listed["result"]["tools"].as_array().expect("tools").clone();
+    let ask = tools
+        .iter()
+        .find(|t| t["name"] == "ask_up")
+        .unwrap_or_else(|| panic!("no ask_up in {tools:?}"));
+    assert_eq!(ask["inputSchema"]["required"], json!(["message"]));
+    // `broken` is not exposed.
+    assert!(tools.iter().all(|t| t["name"] != "ask_broken"), "{tools:?}");
+
+    // The message is the upstream agent's text form of a tool call.
+    let call = json!({"tool": "echo", "arguments": {}}).to_string();
+    let answered = mcp(
+        &edge,
+        &edge.alice,
+        "tools/call",
+        json!({"name": "ask_up", "arguments": {"message": call}}),
+    )
+    .await;
+    let answer = &answered["result"];
+    assert_eq!(answer["isError"], false, "{answered}");
+    let out = &answer["structuredContent"];
+    assert_eq!(out["state"], "TASK_STATE_COMPLETED", "{out}");
+    assert!(out["artifacts"].to_string().contains("hello"), "{out}");
+    let task_id = out["task_id"].as_str().expect("task id").to_owned();
+    let context_id = out["context_id"].as_str().expect("context id").to_owned();
+
+    // The task is alice's in the ledger: she reads it over A2A; bob can neither read it nor
+    // continue it through his own ask tool.
+    let got = result(
+        &edge
+            .call(&edge.alice, "GetTask", json!({"id": task_id}))
+            .await,
+    );
+    assert_eq!(got["id"], task_id.as_str());
+    let refused = mcp(
+        &edge,
+        &edge.bob,
+        "tools/call",
+        json!({"name": "ask_up", "arguments": {"message": call, "task_id": task_id}}),
+    )
+    .await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let text = refused["result"]["content"][0]["text"].to_string();
+    assert!(text.to_lowercase().contains("not found"), "{refused}");
+    let joined = mcp(
+        &edge,
+        &edge.bob,
+        "tools/call",
+        json!({"name": "ask_up", "arguments": {"message": call, "context_id": context_id}}),
+    )
+    .await;
+    assert_eq!(joined["result"]["isError"], true, "{joined}");
+    let text = joined["result"]["content"][0]["text"].to_string();
+    assert!(text.contains("contextId"), "{joined}");
+
+    // Bad arguments are tool execution errors, nothing is sent.
+    for arguments in [
+        json!({}),
+        json!({"message": ""}),
+        json!({"message": 7}),
+        json!({"message": "x", "extra": 1}),
+    ] {
+        let bad = mcp(
+            &edge,
+            &edge.alice,
+            "tools/call",
+            json!({"name": "ask_up", "arguments": arguments}),
+        )
+        .await;
+        assert_eq!(bad["result"]["isError"], true, "{arguments}: {bad}");
+        assert!(
+            bad["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("Input validation"),
+            "{bad}"
+        );
+    }
+    // A failing upstream task is a tool execution error naming the state.
+    let failing = json!({"tool": "nope", "arguments": {}}).to_string();
+    let failed = mcp(
+        &edge,
+        &edge.alice,
+        "tools/call",
+        json!({"name": "ask_up", "arguments": {"message": failing}}),
+    )
+    .await;
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    let text = failed["result"]["content"][0]["text"].to_string();
+    assert!(text.contains("ended in TASK_STATE_"), "{failed}");
 }

@@ -29,10 +29,11 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::request::Parts;
-use http::{HeaderMap, HeaderName, HeaderValue, Response};
+use http::{HeaderMap, Response};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
+use super::forward::forwarded_headers;
 use super::ledger::{AgentKey, LedgerError, Seen};
 use super::registry::{Fetched, RemoteAgent};
 use super::upstream::{Upstream, UpstreamError};
@@ -47,10 +48,11 @@ use crate::a2a::v03::{self, Version};
 use crate::a2a::{rpc, A2aError};
 use crate::access::Admitted;
 use crate::audit::{Outcome, Record, RemoteCall, Surface};
-use crate::config::CorrelationStrategy;
+use crate::auth::Caller;
+use crate::catalog::ClientView;
 use crate::http::response::Body;
 use crate::http::Error;
-use crate::invoke::correlation::{ExecutionId, CORRELATION_ID_HEADER};
+use crate::invoke::correlation::{ExecutionId, ExternalCorrelationId};
 
 /// The status object kept per ledger entry is at most this long (a longer one is kept as
 /// `{"state": …}` only).
@@ -58,10 +60,6 @@ const MAX_STATUS_BYTES: usize = 8 * 1024;
 
 /// Upstream `GetTask` calls in flight at once while a `ListTasks` page is filled in.
 const LIST_FETCHES: usize = 8;
-
-/// The request header naming the A2A extensions a client asks for.
-const EXTENSIONS: HeaderName = HeaderName::from_static("a2a-extensions");
-const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 /// What a proxied method answers.
 pub(crate) enum Reply {
@@ -103,7 +101,10 @@ pub(crate) struct ProxyCall<'a> {
     /// Headers forwarded upstream besides the credential.
     pub forward: HeaderMap,
     pub execution_id: ExecutionId,
-    pub admitted: &'a Admitted,
+    /// What the caller's client application sees (push-config policy).
+    pub view: &'a Arc<ClientView>,
+    /// The caller's accepted `X-Correlation-Id`.
+    pub external: Option<&'a ExternalCorrelationId>,
     /// What the upstream showed, for the audit record.
     pub seen: Mutex<RemoteCall>,
 }
@@ -168,28 +169,15 @@ impl Concentrator {
             }
         };
         let method = method.unwrap_or_default();
-        let call = ProxyCall {
-            agent,
-            remote: &remote,
-            upstream,
-            fetched,
-            key: AgentKey {
-                tenant: Arc::clone(&caller.tenant),
-                client: Arc::clone(&caller.client),
-                agent: Arc::clone(&remote.id),
-            },
-            caller: Arc::clone(&caller.caller_id),
-            version,
-            id: request.id.clone(),
-            forward: forwarded_headers(parts, &remote.config.allowed_extensions),
-            execution_id: ExecutionId::generate(),
-            admitted: &admitted,
-            seen: Mutex::new(RemoteCall {
-                agent: Arc::clone(&remote.id),
-                method,
-                ..RemoteCall::default()
-            }),
-        };
+        let forward = forwarded_headers(parts, &remote.config.allowed_extensions);
+        let call = ProxyCall::new(
+            (agent, &remote, upstream, fetched),
+            caller,
+            (version, request.id.clone(), forward),
+            &admitted.view,
+            admitted.external.as_ref(),
+            method,
+        );
         let outcome = match request.params.value() {
             Ok(params) => {
                 let params = if version.is_v1() {
@@ -234,8 +222,52 @@ impl Concentrator {
     }
 }
 
-impl ProxyCall<'_> {
-    async fn dispatch(&self, method: &'static str, params: Value) -> Result<Reply, A2aError> {
+impl<'a> ProxyCall<'a> {
+    /// A call of `method` for `caller` to `remote` (its upstream client and card), in the
+    /// caller's `version` with its request id, `forward` going upstream besides the credential.
+    pub(crate) fn new(
+        (agent, remote, upstream, fetched): (
+            &'a Arc<Agent>,
+            &'a Arc<RemoteAgent>,
+            &'a Upstream,
+            Arc<Fetched>,
+        ),
+        caller: &Caller,
+        (version, id, forward): (Version, Bytes, HeaderMap),
+        view: &'a Arc<ClientView>,
+        external: Option<&'a ExternalCorrelationId>,
+        method: &'static str,
+    ) -> Self {
+        ProxyCall {
+            agent,
+            remote,
+            upstream,
+            fetched,
+            key: AgentKey {
+                tenant: Arc::clone(&caller.tenant),
+                client: Arc::clone(&caller.client),
+                agent: Arc::clone(&remote.id),
+            },
+            caller: Arc::clone(&caller.caller_id),
+            version,
+            id,
+            forward,
+            execution_id: ExecutionId::generate(),
+            view,
+            external,
+            seen: Mutex::new(RemoteCall {
+                agent: Arc::clone(&remote.id),
+                method,
+                ..RemoteCall::default()
+            }),
+        }
+    }
+
+    pub(crate) async fn dispatch(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<Reply, A2aError> {
         match method {
             methods::SEND_MESSAGE | methods::SEND_STREAMING_MESSAGE => {
                 self.send(method, params).await
@@ -612,7 +644,7 @@ impl ProxyCall<'_> {
     }
 
     /// The call's audit record (one per north call; a stream's close has its own).
-    async fn audit(&self, started: Instant, error_code: Option<String>, stream: bool) {
+    pub(crate) async fn audit(&self, started: Instant, error_code: Option<String>, stream: bool) {
         if !self.agent.audit.is_enabled() {
             return;
         }
@@ -639,7 +671,7 @@ impl ProxyCall<'_> {
         )
         .with_detail(format!("remote agent {}: {method}", self.key.agent))
         .with_execution_id(self.execution_id.as_str());
-        if let Some(external) = &self.admitted.external {
+        if let Some(external) = self.external {
             record = record.with_external_correlation_id(external.as_str());
         }
         record
@@ -719,68 +751,4 @@ fn strip_tenant(mut params: Value) -> Value {
         object.remove("tenant");
     }
     params
-}
-
-/// What the upstream receives besides the body and the credential: `traceparent` when the
-/// caller sent a well-formed one, and the `A2A-Extensions` the agent's configuration allows.
-/// Correlation (`X-Correlation-Id`) is added per call.
-fn forwarded_headers(parts: &Parts, allowed_extensions: &[String]) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    if let Some(value) = parts.headers.get(&TRACEPARENT) {
-        if is_traceparent(value.as_bytes()) {
-            headers.insert(TRACEPARENT, value.clone());
-        }
-    }
-    if !allowed_extensions.is_empty() {
-        let wanted: Vec<&str> = parts
-            .headers
-            .get_all(&EXTENSIONS)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .filter(|uri| allowed_extensions.iter().any(|a| a == uri))
-            .collect();
-        if !wanted.is_empty() {
-            if let Ok(value) = HeaderValue::from_str(&wanted.join(", ")) {
-                headers.insert(EXTENSIONS, value);
-            }
-        }
-    }
-    headers
-}
-
-/// W3C Trace Context `traceparent`: `vv-{32 hex}-{16 hex}-ff`, lower-case hex.
-fn is_traceparent(value: &[u8]) -> bool {
-    let hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
-    value.len() == 55
-        && value[2] == b'-'
-        && value[35] == b'-'
-        && value[52] == b'-'
-        && value[..2].iter().all(hex)
-        && value[3..35].iter().all(hex)
-        && value[36..52].iter().all(hex)
-        && value[53..].iter().all(hex)
-}
-
-impl ProxyCall<'_> {
-    /// The forwarded headers with this call's correlation id, as the agent's `correlation`
-    /// strategy says, in its `correlation_header` (a name `sluice check` validated; an
-    /// unusable one falls back to `X-Correlation-Id`).
-    pub(crate) fn headers(&self) -> HeaderMap {
-        let mut headers = self.forward.clone();
-        let config = &self.remote.config;
-        let value = match config.correlation {
-            CorrelationStrategy::None => return headers,
-            CorrelationStrategy::ExecutionId => self.execution_id.header_value(),
-            CorrelationStrategy::ExternalOrExecutionId => match &self.admitted.external {
-                Some(external) => external.header_value().clone(),
-                None => self.execution_id.header_value(),
-            },
-        };
-        let name = HeaderName::from_bytes(config.correlation_header.as_bytes())
-            .unwrap_or(CORRELATION_ID_HEADER);
-        headers.insert(name, value);
-        headers
-    }
 }

@@ -69,8 +69,7 @@ async fn validated(
     config: Value,
     task_id: Option<&str>,
 ) -> Result<PushConfig, A2aError> {
-    let mut config =
-        methods::accept_push_config(call.agent, &call.admitted.view, config, task_id).await?;
+    let mut config = methods::accept_push_config(call.agent, call.view, config, task_id).await?;
     if config.id.is_empty() {
         if let Some(task_id) = task_id {
             config.id = task_id.to_owned();

@@ -1,5 +1,5 @@
 //! `[[tenant.a2a_agent]]` checks: the id rule and uniqueness, the card URL, the assigned
-//! clients, the timeouts, the upstream credential (its header, its token URL, and that its
+//! clients, the `ask_{id}` tool name of an exposed agent (no configured tool may have it), the timeouts, the upstream credential (its header, its token URL, and that its
 //! secret resolves now, so `sluice check` finds a missing variable before a start does).
 //!
 //! Must not fetch anything over the network.
@@ -36,6 +36,22 @@ pub(super) fn check_agents(
             report.push(&loc, "duplicate a2a_agent id");
         }
         check_agent(report, &loc, agent, client_ids);
+        if agent.expose_as_tool {
+            // The MCP tool's name must not be a configured tool's (ids have no `_`, so two
+            // agents never share one).
+            let name = crate::catalog::agent_tool::name(&agent.id);
+            let clash = tenant
+                .toolsets
+                .iter()
+                .flat_map(|toolset| toolset.tools.iter())
+                .any(|tool| tool.name == name);
+            if clash {
+                report.push(
+                    &loc.with("field", "expose_as_tool"),
+                    format!("a tool of this tenant is already named {name:?}"),
+                );
+            }
+        }
     }
 }
 
@@ -70,14 +86,6 @@ fn check_agent(
                 format!("{field} must be at least 1"),
             );
         }
-    }
-    if agent.expose_as_tool {
-        // Refused rather than ignored: an operator who asks for the MCP tool must not believe
-        // MCP clients can reach the agent.
-        report.push(
-            &loc.with("field", "expose_as_tool"),
-            "expose_as_tool is not supported yet (the agent is reachable over A2A only)",
-        );
     }
     if agent.card_refresh_secs < 10 {
         report.push(
