@@ -9,7 +9,8 @@ relay is what calling the agent directly gives (same events and states, ids and 
 aside), the upstream sees only the runtime's credential, the isolation matrix, `ListTasks` from
 the ledger, multi-turn, cancel and subscribe passing through, the push relay end to end and a
 forged relay POST, the three transport failures (`UPSTREAM_UNAVAILABLE`, `UPSTREAM_AUTH_FAILED`,
-`UPSTREAM_TIMEOUT`), the audit records; with A2A_CLUSTER=1, a task sent on one instance and
+`UPSTREAM_TIMEOUT`), the audit records, the `ask_{agentId}` MCP tools of the agents exposed as
+tools; with A2A_CLUSTER=1, a task sent on one instance and
 subscribed to and canceled on the other (the ledger on Redis).
 
 Env: SLUICE_URL; A2A_UPSTREAM_V1 and A2A_UPSTREAM_V03 (the agents' base URLs, for the direct
@@ -594,6 +595,76 @@ def audit_checks(state):
     return [("audit: one record per call, stream open/close, failures, push deliveries", records)]
 
 
+async def mcp_call(tool, arguments, token=ALICE):
+    """A stateless-era (2026-07-28) MCP `tools/call` on the client's MCP endpoint; its result."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": tool,
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "a2a-interop", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": tool,
+    }
+    async with http_client(token) as http:
+        response = await http.post(f"{BASE}/runtime/a2a/agent/mcp", json=body, headers=headers)
+    expect(response.status_code == 200, f"tools/call answered {response.status_code}: {response.text[:300]}")
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        datas = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        text = next((d for d in reversed(datas) if '"result"' in d or '"error"' in d), "{}")
+    answer = json.loads(text)
+    expect("result" in answer, f"tools/call failed: {answer}")
+    return answer["result"]
+
+
+def ask_tool_checks():
+    """The agents with `expose_as_tool` as MCP tools, against the SDK agents themselves."""
+
+    async def hello():
+        for agent in ("v1", "v03"):
+            result = await mcp_call(f"ask_{agent}", {"message": "hello"})
+            out = result.get("structuredContent", {})
+            expect(result.get("isError") is False, f"ask_{agent}: {result}")
+            expect(out.get("state") == "TASK_STATE_COMPLETED", f"ask_{agent} state: {out}")
+            expect(out.get("text") == f"hello from upstream-{agent}", f"ask_{agent} text: {out.get('text')!r}")
+
+    async def multi_turn():
+        asked = (await mcp_call("ask_v03", {"message": "need-input"})).get("structuredContent", {})
+        expect(asked.get("state") == "TASK_STATE_INPUT_REQUIRED", f"need-input: {asked}")
+        expect(asked.get("status_message") == "what is your name?", f"the question: {asked}")
+        answered = await mcp_call("ask_v03", {"message": "Ada", "task_id": asked["task_id"], "context_id": asked["context_id"]})
+        out = answered.get("structuredContent", {})
+        expect(out.get("state") == "TASK_STATE_COMPLETED" and out.get("text") == "got Ada", f"the follow-up: {answered}")
+        # Bob cannot answer alice's question.
+        refused = await mcp_call("ask_v03", {"message": "Bob", "task_id": asked["task_id"]}, token=BOB)
+        expect(refused.get("isError") is True, f"bob continued alice's task: {refused}")
+
+    async def slow_and_fail():
+        slow = (await mcp_call("ask_v1", {"message": "slow"})).get("structuredContent", {})
+        expect(slow.get("state") == "TASK_STATE_COMPLETED" and slow.get("text") == "slow done", f"slow: {slow}")
+        failed = await mcp_call("ask_v1", {"message": "fail"})
+        text = json.dumps(failed.get("content", []))
+        expect(failed.get("isError") is True and "TASK_STATE_FAILED: it failed" in text, f"fail: {failed}")
+
+    return [
+        ("mcp: ask_v1 and ask_v03 answer the task's artifacts", hello),
+        ("mcp: ask_v03 multi-turn through task_id (bob refused)", multi_turn),
+        ("mcp: ask_v1 waits out a slow task; a failed task is isError", slow_and_fail),
+    ]
+
+
 def cluster_checks():
     a = os.environ.get("SLUICE_CLUSTER_A", "").rstrip("/")
     b = os.environ.get("SLUICE_CLUSTER_B", "").rstrip("/")
@@ -631,7 +702,7 @@ async def main():
         checks += relay_checks("v1", "1.0", state) + relay_checks("v03", "1.0", state)
         checks += relay_checks("v1", "0.3", state) + relay_checks("v03", "0.3", state)
         checks += isolation_checks(state) + wire_checks() + push_checks(receiver, state)
-        checks += failure_checks(state) + audit_checks(state)
+        checks += ask_tool_checks() + failure_checks(state) + audit_checks(state)
         if os.environ.get("A2A_CLUSTER") == "1":
             checks += cluster_checks()
         for name, fn in checks:
