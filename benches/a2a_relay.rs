@@ -50,10 +50,9 @@ use http::header::{CONTENT_TYPE, HOST};
 use http::{HeaderValue, Method, Request, Response};
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use sluice::catalog::Catalog;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 
@@ -118,19 +117,9 @@ const RELAY_PATH: &str = "/runtime/edge/app/a2a/agents/up";
 /// amortized growth (the channel's blocks, hyper's read buffer).
 const MAX_ALLOCS_PER_EVENT: f64 = 2.05;
 
-fn runtime(name: &'static str, core: Option<core_affinity::CoreId>, counted: bool) -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(name)
-        .on_thread_start(move || {
-            if let Some(core) = core {
-                core_affinity::set_for_current(core);
-            }
-            COUNTED.with(|c| c.set(counted));
-        })
-        .enable_all()
-        .build()
-        .expect("building a runtime")
+/// Marks the calling thread's allocations as counted (the edge runtime's `on_start`).
+fn count_this_thread() {
+    COUNTED.with(|c| c.set(true));
 }
 
 // === the upstream ===
@@ -259,20 +248,9 @@ async fn stub_answer(
 
 async fn serve_stub(listener: TcpListener, control: Arc<Control>) {
     let addr = listener.local_addr().expect("stub addr");
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let control = Arc::clone(&control);
-        tokio::spawn(async move {
-            let service =
-                hyper::service::service_fn(move |req| stub_answer(req, addr, Arc::clone(&control)));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    let service =
+        hyper::service::service_fn(move |req| stub_answer(req, addr, Arc::clone(&control)));
+    common::serve_http1(listener, std::future::pending(), service).await;
 }
 
 // === the pass-through baseline ===
@@ -281,18 +259,8 @@ async fn serve_stub(listener: TcpListener, control: Arc<Control>) {
 /// the request to the upstream on a fresh connection and streams the upstream's body back frame
 /// by frame, looking at nothing.
 async fn serve_passthrough(listener: TcpListener, upstream: SocketAddr) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| passthrough(req, upstream));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    let service = hyper::service::service_fn(move |req| passthrough(req, upstream));
+    common::serve_http1(listener, std::future::pending(), service).await;
 }
 
 async fn passthrough(
@@ -301,14 +269,7 @@ async fn passthrough(
 ) -> Result<Response<Incoming>, String> {
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
-    let io = TcpStream::connect(upstream)
-        .await
-        .map_err(|e| e.to_string())?;
-    let _ = io.set_nodelay(true);
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
+    let mut sender = common::connect(upstream).await?;
     let mut request = Request::from_parts(parts, Full::new(body));
     *request.uri_mut() = "/".parse().map_err(|_| "uri")?;
     sender
@@ -377,14 +338,7 @@ async fn stream_once(
     n: usize,
     control: &Control,
 ) -> Result<Run, String> {
-    let io = TcpStream::connect(target)
-        .await
-        .map_err(|e| e.to_string())?;
-    let _ = io.set_nodelay(true);
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
+    let mut sender = common::connect(target).await?;
     let (go_tx, go_rx) = mpsc::unbounded_channel();
     if mode == "paced" {
         *control.go.lock().expect("go") = Some(go_rx);
@@ -494,8 +448,8 @@ fn main() {
         (200, 1)
     };
     let (edge_core, peer_core) = common::server_and_client_cores();
-    let edge_rt = runtime(EDGE_THREAD, edge_core, true);
-    let peer_rt = runtime(PEER_THREAD, peer_core, false);
+    let edge_rt = common::runtime_with(EDGE_THREAD, edge_core, count_this_thread);
+    let peer_rt = common::runtime(PEER_THREAD, peer_core);
     let control = Arc::new(Control::default());
     let stub_listener = peer_rt
         .block_on(TcpListener::bind("127.0.0.1:0"))

@@ -42,9 +42,8 @@ use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HOST};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use sluice::catalog::Catalog;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::{oneshot, watch, Barrier};
 
@@ -473,21 +472,8 @@ async fn serve_baseline(
     framing: Framing,
     stop: impl std::future::Future<Output = ()>,
 ) {
-    tokio::pin!(stop);
-    loop {
-        let accepted = tokio::select! {
-            () = &mut stop => return,
-            accepted = listener.accept() => accepted,
-        };
-        let Ok((stream, _)) = accepted else { continue };
-        let _ = stream.set_nodelay(true);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| baseline_answer(req, framing));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    let service = hyper::service::service_fn(move |req| baseline_answer(req, framing));
+    common::serve_http1(listener, stop, service).await;
 }
 
 async fn baseline_answer(
@@ -555,17 +541,7 @@ fn base_request() -> http::request::Builder {
 }
 
 async fn connect(addr: SocketAddr) -> Result<Sender, String> {
-    let stream = TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    stream
-        .set_nodelay(true)
-        .map_err(|e| format!("nodelay: {e}"))?;
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    tokio::spawn(conn);
-    Ok(sender)
+    common::connect(addr).await
 }
 
 /// Sends one request and reads the whole answer.

@@ -58,7 +58,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sluice::catalog::Catalog;
 use sluice::sse::Decoder;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
@@ -627,16 +627,7 @@ async fn invoke(
     id: u64,
     settings: Arc<Settings>,
 ) -> Result<Run, String> {
-    let stream = TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    stream
-        .set_nodelay(true)
-        .map_err(|e| format!("nodelay: {e}"))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    tokio::spawn(conn);
+    let mut sender = common::connect(addr).await?;
     let (path, body) = if scenario.is_a2a() {
         (A2A_PATH, a2a_body(id, scenario.tool()))
     } else {

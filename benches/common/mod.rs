@@ -1,19 +1,37 @@
 //! What the end-to-end benches share: one-worker runtimes pinned to a core, the choice of a
-//! server core and a client core, and CPU accounting from `/proc` (per runtime from
-//! `/proc/self/task/*/schedstat`, the rest of the machine from `/proc/stat`).
+//! server core and a client core, CPU accounting from `/proc` (per runtime from
+//! `/proc/self/task/*/schedstat`, the rest of the machine from `/proc/stat`), and the loopback
+//! HTTP/1.1 plumbing their peers use (a keep-alive client connection, a server accept loop).
 //!
 //! Each bench includes it with `mod common;`, so an item a bench does not use is allowed to be
 //! dead there. Owns only measurement plumbing: workloads, servers and reports stay in the benches.
 
 #![allow(dead_code)]
 
+use std::net::SocketAddr;
 use std::time::Instant;
 
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 
 /// A one-worker multi-thread runtime (the production scheduler) whose threads are named `name`
 /// and pinned to `core` when there is one.
 pub(crate) fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -> Runtime {
+    runtime_with(name, core, || {})
+}
+
+/// [`runtime`], also running `on_start` on each of its threads (e.g. to mark them for a
+/// counting allocator).
+pub(crate) fn runtime_with(
+    name: &'static str,
+    core: Option<core_affinity::CoreId>,
+    on_start: fn(),
+) -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name(name)
@@ -21,10 +39,59 @@ pub(crate) fn runtime(name: &'static str, core: Option<core_affinity::CoreId>) -
             if let Some(core) = core {
                 core_affinity::set_for_current(core);
             }
+            on_start();
         })
         .enable_all()
         .build()
         .expect("building a runtime")
+}
+
+/// An HTTP/1.1 keep-alive client connection to `addr` with `TCP_NODELAY` (its driver spawned).
+pub(crate) async fn connect(
+    addr: SocketAddr,
+) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| format!("nodelay: {e}"))?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
+/// Serves `service` on every connection `listener` accepts (HTTP/1.1, `TCP_NODELAY`) until
+/// `stop` completes.
+pub(crate) async fn serve_http1<S, B>(
+    listener: TcpListener,
+    stop: impl std::future::Future<Output = ()>,
+    service: S,
+) where
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tokio::pin!(stop);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut stop => return,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _)) = accepted else { continue };
+        let _ = stream.set_nodelay(true);
+        let service = service.clone();
+        tokio::spawn(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
 
 /// The first two visible cores: (server, client); both `None` with fewer than two.

@@ -2,10 +2,10 @@
 //! execution error (`isError: true`), a federated read's final result, and the `bos_execute`
 //! identity envelope.
 //!
-//! One place for them, so `tools.rs`, `federated.rs` and `platform.rs` import this file and
-//! never each other's writers. Each writes straight into a `BytesMut` and closes it with the
-//! era's suffix (`resultType`, `serverInfo` in the stateless era). Must not call anything:
-//! the callers have the outcome; this file only writes it.
+//! One place for them, so `tools.rs`, `federated.rs`, `platform.rs` and `agents.rs` import
+//! this file and never each other's writers. Each writes straight into a `BytesMut` and closes
+//! it with the era's suffix (`resultType`, `serverInfo` in the stateless era). Must not call
+//! anything: the callers have the outcome; this file only writes it.
 
 use bytes::{BufMut, Bytes, BytesMut};
 

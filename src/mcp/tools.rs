@@ -21,8 +21,6 @@
 //!
 //! Must not build JSON trees: results are written straight into a `BytesMut`.
 
-use std::sync::Arc;
-
 use bytes::{BufMut, Bytes, BytesMut};
 use simd_json::prelude::*;
 use simd_json::tape::Value;
@@ -109,21 +107,17 @@ pub(crate) async fn call(
     let view = scope.view;
     let tool = view.and_then(|view| view.tool(params.name));
     let Some(tool) = tool else {
-        return match view {
-            Some(view) if params.name == DISCOVER_TOOL_NAME && view.needs_discovery() => {
-                Ok(discover_tool_schema(d, scope, view, params.arguments))
+        if let Some(view) = view {
+            if params.name == DISCOVER_TOOL_NAME && view.needs_discovery() {
+                return Ok(discover_tool_schema(d, scope, view, params.arguments));
             }
-            Some(view) if view.agent_tool(params.name).is_some() => {
-                let agent = view
-                    .agent_tool(params.name)
-                    .map(Arc::clone)
-                    .unwrap_or_default();
-                Ok(agents::call(d, scope, view, &agent, params.arguments).await)
+            if let Some(agent) = view.agent_tool(params.name) {
+                return Ok(agents::call(d, scope, view, agent, params.arguments).await);
             }
-            _ => Err(McpError::InvalidParams(
-                format!("Unknown tool: {}", echo(params.name)).into(),
-            )),
-        };
+        }
+        return Err(McpError::InvalidParams(
+            format!("Unknown tool: {}", echo(params.name)).into(),
+        ));
     };
 
     // The arguments stay in the request body: the lazy value only builds the map index.

@@ -23,9 +23,8 @@ use futures_util::future::BoxFuture;
 use http::HeaderMap;
 use serde_json::{json, Value};
 
-use super::proxy::{ProxyCall, Reply};
-use crate::a2a::agent::{self, Agent};
-use crate::a2a::error::UPSTREAM_UNAVAILABLE;
+use super::proxy::{self, ProxyCall, Reach, Reply, Who};
+use crate::a2a::agent::Agent;
 use crate::a2a::methods;
 use crate::a2a::model::TaskState;
 use crate::a2a::v03::Version;
@@ -59,7 +58,7 @@ impl AskAgent for AgentAsker {
 }
 
 async fn ask_agent(agent: &Arc<Agent>, ask: Ask<'_>) -> Answered {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let caller = ask.caller;
     let Some(remote) = agent
         .remote
@@ -69,25 +68,28 @@ async fn ask_agent(agent: &Arc<Agent>, ask: Ask<'_>) -> Answered {
     else {
         return Answered::Failed(format!("Unknown agent: {}", ask.agent));
     };
-    let labels = (Arc::clone(&remote.tenant), Arc::clone(&remote.id));
     let method = methods::SEND_MESSAGE;
-    let (Ok(upstream), Some(fetched)) = (&remote.upstream, remote.card()) else {
-        let err = A2aError::Upstream(UPSTREAM_UNAVAILABLE);
-        agent
-            .metrics
-            .a2a_remote_call(&labels, method, agent::outcome_label(&err));
-        return Answered::Failed(err.to_string());
+    let (upstream, fetched) = match remote.ready() {
+        Ok(ready) => ready,
+        Err(err) => {
+            proxy::count_refused(agent, &remote, method, &err);
+            return Answered::Failed(err.to_string());
+        }
     };
     let call = ProxyCall::new(
-        (agent, &remote, upstream, fetched),
-        caller,
-        (
-            Version::V1,
-            Bytes::from_static(b"\"mcp-ask\""),
-            HeaderMap::new(),
-        ),
-        ask.view,
-        ask.external,
+        Reach {
+            agent,
+            remote: &remote,
+            upstream,
+            fetched,
+        },
+        Who {
+            caller,
+            view: ask.view,
+            external: ask.external,
+        },
+        (Version::V1, Bytes::from_static(b"\"mcp-ask\"")),
+        HeaderMap::new(),
         method,
     );
     let mut message = json!({
@@ -107,13 +109,7 @@ async fn ask_agent(agent: &Arc<Agent>, ask: Ask<'_>) -> Answered {
             outcome = settled;
         }
     }
-    let (label, verdict) = match &outcome {
-        Ok(Reply::Error(error)) => ("upstream_error", Some(error_code(error).to_string())),
-        Ok(_) => ("ok", None),
-        Err(err) => (agent::outcome_label(err), Some(err.code().0.to_string())),
-    };
-    agent.metrics.a2a_remote_call(&labels, method, label);
-    call.audit(started, verdict, false).await;
+    call.account(started, &outcome).await;
     answer(ask.agent, outcome)
 }
 
@@ -254,14 +250,6 @@ fn texts(parts: Option<&Value>) -> String {
                 .join("\n")
         })
         .unwrap_or_default()
-}
-
-/// The `code` of an upstream error object.
-fn error_code(error: &[u8]) -> i64 {
-    serde_json::from_slice::<Value>(error)
-        .ok()
-        .and_then(|e| e.get("code").and_then(Value::as_i64))
-        .unwrap_or(0)
 }
 
 /// A fresh message id (128 random bits, hex).

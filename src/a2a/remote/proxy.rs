@@ -16,8 +16,8 @@
 //!
 //! Forwarding: a fresh upstream id, the upstream interface's `A2A-Version` (0.3 through
 //! `v03::upstream`), the runtime's credential for this agent (the caller's never leaves),
-//! `traceparent`, the correlation id, allowlisted `A2A-Extensions`, the `tenant` member
-//! removed. The answer is relayed as the upstream wrote it with the caller's id restored
+//! `traceparent`, the correlation id, allowlisted `A2A-Extensions` (`forward.rs`), the `tenant`
+//! member removed. The `ask_{agentId}` MCP tools (`ask.rs`) make the same [`ProxyCall`]. The answer is relayed as the upstream wrote it with the caller's id restored
 //! (`wire.rs`); upstream JSON-RPC errors pass through unchanged (-32001 also evicts the task
 //! from the ledger); transport failures are -32603 with our reason; a non-conforming answer is
 //! -32006. Streams are `relay.rs`'s.
@@ -144,23 +144,14 @@ impl Concentrator {
             Read::Call(incoming) => incoming,
             Read::Answered(answer) => return Ok(answer),
         };
-        let labels = (Arc::clone(&remote.tenant), Arc::clone(&remote.id));
-        let unavailable = match (&remote.upstream, remote.card()) {
-            (Ok(upstream), Some(fetched)) => Ok((upstream, fetched)),
-            // Never fetched a card (or no credential): nothing to talk to yet.
-            _ => Err(A2aError::Upstream(UPSTREAM_UNAVAILABLE)),
+        let ready = match method {
+            None => Err(A2aError::MethodNotFound(request.method.clone())),
+            Some(_) => remote.ready(),
         };
-        let call_method = method.unwrap_or("unknown");
-        let (upstream, fetched) = match (method, unavailable) {
-            (Some(_), Ok(ready)) => ready,
-            (None, _) | (_, Err(_)) => {
-                let err = match method {
-                    None => A2aError::MethodNotFound(request.method.clone()),
-                    Some(_) => A2aError::Upstream(UPSTREAM_UNAVAILABLE),
-                };
-                agent
-                    .metrics
-                    .a2a_remote_call(&labels, call_method, agent::outcome_label(&err));
+        let (upstream, fetched) = match ready {
+            Ok(ready) => ready,
+            Err(err) => {
+                count_refused(agent, &remote, method.unwrap_or("unknown"), &err);
                 return Ok(agent::json_answer(rpc::error(
                     Some(&request.id),
                     &err,
@@ -171,11 +162,19 @@ impl Concentrator {
         let method = method.unwrap_or_default();
         let forward = forwarded_headers(parts, &remote.config.allowed_extensions);
         let call = ProxyCall::new(
-            (agent, &remote, upstream, fetched),
-            caller,
-            (version, request.id.clone(), forward),
-            &admitted.view,
-            admitted.external.as_ref(),
+            Reach {
+                agent,
+                remote: &remote,
+                upstream,
+                fetched,
+            },
+            Who {
+                caller,
+                view: &admitted.view,
+                external: admitted.external.as_ref(),
+            },
+            (version, request.id.clone()),
+            forward,
             method,
         );
         let outcome = match request.params.value() {
@@ -192,19 +191,7 @@ impl Concentrator {
             }
             Err(err) => Err(err),
         };
-        let label = match &outcome {
-            Ok(Reply::Error(_)) => "upstream_error",
-            Ok(_) => "ok",
-            Err(err) => agent::outcome_label(err),
-        };
-        agent.metrics.a2a_remote_call(&labels, method, label);
-        let verdict = match &outcome {
-            Ok(Reply::Error(error)) => Some(error_code(error).to_string()),
-            Ok(_) => None,
-            Err(err) => Some(err.code().0.to_string()),
-        };
-        call.audit(started, verdict, matches!(outcome, Ok(Reply::Stream(_))))
-            .await;
+        call.account(started, &outcome).await;
         Ok(match outcome {
             Ok(Reply::Result(json)) if version.is_v1() => {
                 agent::json_answer(wire::response(&call.id, "result", &json))
@@ -222,20 +209,52 @@ impl Concentrator {
     }
 }
 
+/// Where a call goes: the surface, the registered agent, its upstream client and card
+/// ([`RemoteAgent::ready`]).
+pub(crate) struct Reach<'a> {
+    pub agent: &'a Arc<Agent>,
+    pub remote: &'a Arc<RemoteAgent>,
+    pub upstream: &'a Upstream,
+    pub fetched: Arc<Fetched>,
+}
+
+/// Who calls: the caller, what its client application sees, its accepted correlation id.
+pub(crate) struct Who<'a> {
+    pub caller: &'a Caller,
+    pub view: &'a Arc<ClientView>,
+    pub external: Option<&'a ExternalCorrelationId>,
+}
+
+/// Counts a call refused before it reached the upstream (unknown method, agent not ready).
+pub(crate) fn count_refused(
+    agent: &Agent,
+    remote: &RemoteAgent,
+    method: &'static str,
+    err: &A2aError,
+) {
+    let labels = (Arc::clone(&remote.tenant), Arc::clone(&remote.id));
+    agent
+        .metrics
+        .a2a_remote_call(&labels, method, agent::outcome_label(err));
+}
+
 impl<'a> ProxyCall<'a> {
-    /// A call of `method` for `caller` to `remote` (its upstream client and card), in the
-    /// caller's `version` with its request id, `forward` going upstream besides the credential.
+    /// A call of `method` by `who` through `reach`, in the caller's `version` with its request
+    /// id, `forward` going upstream besides the credential.
     pub(crate) fn new(
-        (agent, remote, upstream, fetched): (
-            &'a Arc<Agent>,
-            &'a Arc<RemoteAgent>,
-            &'a Upstream,
-            Arc<Fetched>,
-        ),
-        caller: &Caller,
-        (version, id, forward): (Version, Bytes, HeaderMap),
-        view: &'a Arc<ClientView>,
-        external: Option<&'a ExternalCorrelationId>,
+        Reach {
+            agent,
+            remote,
+            upstream,
+            fetched,
+        }: Reach<'a>,
+        Who {
+            caller,
+            view,
+            external,
+        }: Who<'a>,
+        (version, id): (Version, Bytes),
+        forward: HeaderMap,
         method: &'static str,
     ) -> Self {
         ProxyCall {
@@ -643,8 +662,26 @@ impl<'a> ProxyCall<'a> {
         reads
     }
 
+    /// Counts the call's outcome (`sluice_a2a_remote_calls_total`) now and returns the write of
+    /// its audit record (which does not hold `outcome`: a stream reply is not `Sync`).
+    pub(crate) fn account(
+        &self,
+        started: Instant,
+        outcome: &Result<Reply, A2aError>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        let (label, verdict) = match outcome {
+            Ok(Reply::Error(error)) => ("upstream_error", Some(error_code(error).to_string())),
+            Ok(_) => ("ok", None),
+            Err(err) => (agent::outcome_label(err), Some(err.code().0.to_string())),
+        };
+        let labels = (Arc::clone(&self.remote.tenant), Arc::clone(&self.remote.id));
+        let method = self.seen.lock().method;
+        self.agent.metrics.a2a_remote_call(&labels, method, label);
+        self.audit(started, verdict, matches!(outcome, Ok(Reply::Stream(_))))
+    }
+
     /// The call's audit record (one per north call; a stream's close has its own).
-    pub(crate) async fn audit(&self, started: Instant, error_code: Option<String>, stream: bool) {
+    async fn audit(&self, started: Instant, error_code: Option<String>, stream: bool) {
         if !self.agent.audit.is_enabled() {
             return;
         }
@@ -728,7 +765,7 @@ pub(crate) fn ledger_error(err: LedgerError) -> A2aError {
 }
 
 /// The `code` of an upstream error object (0 when unreadable: the envelope was checked).
-fn error_code(error: &[u8]) -> i64 {
+pub(crate) fn error_code(error: &[u8]) -> i64 {
     #[derive(serde::Deserialize)]
     struct Code {
         code: i64,

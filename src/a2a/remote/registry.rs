@@ -23,6 +23,8 @@ use tokio::time::Instant;
 
 use super::card::{self, RemoteCard};
 use super::upstream::{CardFetch, Upstream};
+use crate::a2a::error::UPSTREAM_UNAVAILABLE;
+use crate::a2a::A2aError;
 use crate::catalog::{Catalog, Snapshot};
 use crate::config::RemoteAgentConfig;
 use crate::shard::FastMap;
@@ -97,6 +99,15 @@ impl RemoteAgent {
     /// The last good card, if one was ever fetched.
     pub(crate) fn card(&self) -> Option<Arc<Fetched>> {
         self.card.load_full()
+    }
+
+    /// The upstream client and last good card a call needs; `UPSTREAM_UNAVAILABLE` when no card
+    /// was ever fetched or the credential could not be built (nothing to talk to yet).
+    pub(crate) fn ready(&self) -> Result<(&Upstream, Arc<Fetched>), A2aError> {
+        match (&self.upstream, self.card()) {
+            (Ok(upstream), Some(fetched)) => Ok((upstream, fetched)),
+            _ => Err(A2aError::Upstream(UPSTREAM_UNAVAILABLE)),
+        }
     }
 
     /// The card's health.
