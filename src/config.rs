@@ -11,7 +11,7 @@
 //!
 //! The model is one file per level: `server.rs` (`[server]`), `audit.rs` and `logging.rs` (its
 //! `audit` and `log` tables), `cluster.rs` (`[cluster]`), `tenant.rs` (`[[tenant]]`: clients,
-//! keys, auth, toolsets, assignments), `tool.rs` (tools, downstreams, field rules), `path.rs`
+//! keys, auth, toolsets, assignments), `tool.rs` (tools, downstreams, field rules), `soap.rs` (SOAP downstreams), `path.rs`
 //! (field paths as rules write them). Every type is re-exported here: callers name
 //! `crate::config::ServerSettings`, never the file it lives in.
 //!
@@ -27,6 +27,7 @@ mod load;
 mod logging;
 mod path;
 mod server;
+mod soap;
 mod tenant;
 mod tool;
 mod validate;
@@ -47,6 +48,7 @@ pub use load::{parse, LoadError, SyntaxError, MAX_CONFIG_BYTES};
 pub use logging::{LogFormat, LogSettings};
 pub use path::{FieldPath, PathError, Segment};
 pub use server::{PostFraming, ServerSettings, SourceResultsSettings};
+pub use soap::{SoapDownstream, SoapHeader, SoapHeaderField, SoapStyle, SoapVersion, WsSecurity};
 pub use tenant::{
     ApiKey, Assignment, ClientApp, Correlation, CorrelationStrategy, JwtSettings, PromptMode,
     Tenant, TenantAuth, Toolset,

@@ -265,6 +265,13 @@ impl Rest {
         if log_payloads {
             logged.response = Some(output.body.clone());
         }
+        if let Some(text) = output.fault {
+            warn_limited!(&target.tenant, Kind::DownstreamFailure, tool = %tool.name, "SOAP fault");
+            return Err(Error::DownstreamFault {
+                message: text.into(),
+                fault: output.body,
+            });
+        }
         Ok(response::json(StatusCode::OK, output.body))
     }
 }

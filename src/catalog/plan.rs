@@ -9,17 +9,25 @@
 //! fields default to the query. Pure data and checks; no IO. Must not execute anything:
 //! `invoke::translate` walks these trees at call time.
 
+mod soap;
 mod translate;
 mod url;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue, Method};
 
-pub(crate) use translate::{FromChild, FromNode, Step, ToChild, ToNode, Translation};
+pub(crate) use soap::{
+    check_ncname, is_xml_text, HeadPart, SoapPlan, XmlChild, XmlKind, XmlNode, SOAP11_ENV,
+    SOAP12_ENV, XSI,
+};
+pub(crate) use translate::{FromChild, FromNode, Leaf, Step, ToChild, ToNode, Translation};
 pub(crate) use url::{UrlPart, UrlTemplate};
 
-use crate::config::{Downstream, FederatedDownstream, Location, RestDownstream, Tool};
+use crate::config::{
+    Downstream, FederatedDownstream, Location, RestDownstream, SoapDownstream, Tool,
+};
 use translate::Direction;
 
 /// Headers that static or field headers may not set: the HTTP client owns them.
@@ -86,6 +94,9 @@ pub struct ToolPlan {
     /// Whether the request carries a JSON body: always for methods other than GET, HEAD,
     /// DELETE and OPTIONS; for those only when the tool has body-location fields.
     pub sends_body: bool,
+    /// A SOAP tool's envelope and XML names (`plan/soap.rs`): the body is an envelope and the
+    /// answer XML.
+    pub soap: Option<Arc<SoapPlan>>,
 }
 
 // === impl ToolPlan ===
@@ -96,6 +107,7 @@ impl ToolPlan {
         let mut problems = Vec::new();
         let plan = match &tool.downstream {
             Downstream::Rest(rest) => compile_rest(tool, rest, &mut problems),
+            Downstream::Soap(soap) => compile_soap(tool, soap, &mut problems),
             Downstream::Federated(federated) => compile_federated(tool, federated, &mut problems),
         };
         match plan {
@@ -141,6 +153,41 @@ fn compile_federated(
     compile_rest(&as_query, &rest, problems)
 }
 
+/// A SOAP tool is a POST of an envelope to its endpoint: compiled as a REST call (timeout,
+/// HTTP headers, translations with XML source paths), then its [`SoapPlan`].
+fn compile_soap(
+    tool: &Tool,
+    soap: &SoapDownstream,
+    problems: &mut Vec<PlanProblem>,
+) -> Option<ToolPlan> {
+    for rule in &tool.inputs {
+        if matches!(rule.location, Location::Path | Location::Query) {
+            problems.push(PlanProblem::field(
+                &rule.exposed,
+                "a SOAP tool's arguments go in the envelope (location = \"body\") or in an HTTP \
+                 header (\"header\")",
+            ));
+        }
+    }
+    let rest = RestDownstream {
+        method: "POST".to_owned(),
+        url: soap.url.clone(),
+        headers: soap.http_headers.clone(),
+        timeout_ms: soap.timeout_ms,
+    };
+    let mut plan = compile_rest(tool, &rest, problems)?;
+    let compiled = soap::compile(
+        soap,
+        &plan.input,
+        plan.output.as_ref(),
+        tool.keep_unmapped_output,
+        problems,
+    )?;
+    plan.output_is_identity = false;
+    plan.soap = Some(Arc::new(compiled));
+    Some(plan)
+}
+
 fn compile_rest(
     tool: &Tool,
     rest: &RestDownstream,
@@ -179,13 +226,15 @@ fn compile_rest(
         }
     }
 
-    let input = translate::compile(&tool.inputs, Direction::Input, problems);
+    let xml = tool.downstream.xml_paths();
+    let input = translate::compile(&tool.inputs, Direction::Input, xml, problems);
     let output = if tool.outputs.is_empty() {
         None
     } else {
         Some(translate::compile(
             &tool.outputs,
             Direction::Output,
+            xml,
             problems,
         ))
     };
@@ -212,6 +261,7 @@ fn compile_rest(
                 .all(|rule| rule.source == rule.exposed && is_member_name(&rule.source)),
         output,
         keep_unmapped_output: tool.keep_unmapped_output,
+        soap: None,
     })
 }
 

@@ -352,24 +352,35 @@ fn emit_node(node: &Node<'_>, detail: Detail) -> Value {
         Kind::Object(obj) => emit_obj(obj, detail),
         Kind::Array(inner) => {
             let items = match &inner.kind {
-                Kind::Leaf(rule) => value_schema(rule.element_type(), rule, detail),
+                // A nillable `[*]` field's elements may each be `null`.
+                Kind::Leaf(rule) => value_schema(rule.element_type(), rule, detail, rule.nillable),
                 _ => emit_node(inner, detail),
             };
             json!({"type": "array", "items": items})
         }
         Kind::Leaf(rule) => match rule.ty {
             FieldType::Array => {
-                let items = value_schema(rule.items.unwrap_or(FieldType::String), rule, detail);
-                json!({"type": "array", "items": items})
+                let ty = rule.items.unwrap_or(FieldType::String);
+                let items = value_schema(ty, rule, detail, false);
+                json!({"type": type_names(FieldType::Array, rule.nillable), "items": items})
             }
-            ty => value_schema(ty, rule, detail),
+            ty => value_schema(ty, rule, detail, rule.nillable),
         },
     }
 }
 
-fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail) -> Value {
+/// `"string"`, or `["string","null"]` for a nillable value.
+fn type_names(ty: FieldType, nullable: bool) -> Value {
+    if nullable {
+        json!([ty.name(), "null"])
+    } else {
+        ty.name().into()
+    }
+}
+
+fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail, nullable: bool) -> Value {
     let mut map = Map::new();
-    map.insert("type".into(), ty.name().into());
+    map.insert("type".into(), type_names(ty, nullable));
     if ty == FieldType::Array {
         // Only reachable when `items = "array"`, which validation refuses; stay well-formed.
         map.insert("items".into(), json!({"type": "string"}));
@@ -384,10 +395,11 @@ fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail) -> Value {
             map.insert("format".into(), format.as_str().into());
         }
         if let Some(values) = &rule.enum_values {
-            map.insert(
-                "enum".into(),
-                Value::Array(values.iter().map(toml_to_json).collect()),
-            );
+            let mut values: Vec<Value> = values.iter().map(toml_to_json).collect();
+            if nullable {
+                values.push(Value::Null);
+            }
+            map.insert("enum".into(), Value::Array(values));
         }
     }
     Value::Object(map)

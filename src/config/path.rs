@@ -1,6 +1,10 @@
 //! Field paths: dotted segments with `[*]` array positions, as written in field rules.
 //!
 //! `customer.addresses[*].city` is `Key("customer")`, `Key("addresses")`, `Each`, `Key("city")`.
+//! The source paths of a SOAP tool are XML paths ([`FieldPath::parse_xml`]): `/` separates
+//! element names, which may carry a namespace prefix and dots (`o:Order/Lines/Line[*]/o.Sku`);
+//! `@id` names an attribute and `#text` the text content of an element that also has
+//! attributes.
 //! Owns parsing and the structural comparison used by validation ("do the source and exposed
 //! paths have the same array structure?"). Must not know about JSON values or schemas.
 
@@ -46,6 +50,20 @@ pub enum PathError {
 impl FieldPath {
     /// Parses `a.b[*].c`. Names may contain `[A-Za-z0-9_-$@]` and any non-ASCII letter.
     pub fn parse(text: &str) -> Result<Self, PathError> {
+        Self::parse_in(text, b'.', |ch| {
+            ch.is_alphanumeric() || matches!(ch, '_' | '-' | '$' | '@')
+        })
+    }
+
+    /// Parses an XML path `a/p:b[*]/@c`: names may also contain `.` and `:` (a prefix), and a
+    /// segment may be `#text`. Which names are well-formed QNames is the SOAP plan's check.
+    pub fn parse_xml(text: &str) -> Result<Self, PathError> {
+        Self::parse_in(text, b'/', |ch| {
+            ch.is_alphanumeric() || matches!(ch, '_' | '-' | '@' | '.' | ':' | '#')
+        })
+    }
+
+    fn parse_in(text: &str, sep: u8, allowed: impl Fn(char) -> bool) -> Result<Self, PathError> {
         if text.is_empty() {
             return Err(PathError::Empty);
         }
@@ -57,7 +75,7 @@ impl FieldPath {
         let mut expect_name = true;
         while i < bytes.len() {
             match bytes[i] {
-                b'.' => {
+                b if b == sep => {
                     if expect_name && name_start == i {
                         return Err(PathError::EmptySegment(i));
                     }
@@ -83,14 +101,13 @@ impl FieldPath {
                     i += 3;
                     name_start = i;
                     expect_name = false;
-                    if i < bytes.len() && bytes[i] != b'.' && bytes[i] != b'[' {
+                    if i < bytes.len() && bytes[i] != sep && bytes[i] != b'[' {
                         return Err(PathError::BadIndex(i));
                     }
                 }
                 _ => {
                     let ch = text[i..].chars().next().unwrap_or('\u{fffd}');
-                    let ok = ch.is_alphanumeric() || matches!(ch, '_' | '-' | '$' | '@');
-                    if !ok {
+                    if !allowed(ch) {
                         return Err(PathError::BadChar(i, ch));
                     }
                     expect_name = false;
@@ -183,6 +200,31 @@ mod tests {
         check("a[0]", Err(PathError::BadIndex(1)));
         check("a[*]b", Err(PathError::BadIndex(4)));
         check("a b", Err(PathError::BadChar(1, ' ')));
+    }
+
+    #[test]
+    fn xml_paths_split_on_slashes() {
+        let keys = |s: &str| {
+            FieldPath::parse_xml(s).map(|p| {
+                p.segments()
+                    .iter()
+                    .map(|s| match s {
+                        Segment::Key(k) => k.to_string(),
+                        Segment::Each => "[*]".into(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(
+            keys("o:Order/Lines/Line[*]/@id").unwrap(),
+            ["o:Order", "Lines", "Line", "[*]", "@id"]
+        );
+        assert_eq!(keys("Amount/#text").unwrap(), ["Amount", "#text"]);
+        assert_eq!(keys("a.b/c").unwrap(), ["a.b", "c"]);
+        assert_eq!(keys("a//b"), Err(PathError::EmptySegment(2)));
+        assert_eq!(keys("a b"), Err(PathError::BadChar(1, ' ')));
+        // A dotted JSON path is one XML name, and a slash is not a JSON path character.
+        assert_eq!(FieldPath::parse("a/b"), Err(PathError::BadChar(1, '/')));
     }
 
     #[test]

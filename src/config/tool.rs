@@ -1,5 +1,5 @@
-//! `[[tenant.toolset.tool]]`: a tool, its downstream (REST or federated sources) and its field
-//! rules, plus the names a tool or an argument may not take.
+//! `[[tenant.toolset.tool]]`: a tool, its downstream (REST, SOAP — `soap.rs` — or federated
+//! sources) and its field rules, plus the names a tool or an argument may not take.
 //!
 //! Owns the serde shapes and the plain facts about them (the JSON type a rule's value has).
 //! Must not compile anything: URL templates and translation trees are `catalog/plan`'s, schemas
@@ -76,6 +76,8 @@ pub enum SchemaMode {
 pub enum Downstream {
     /// An HTTP JSON API.
     Rest(RestDownstream),
+    /// A SOAP 1.1 or 1.2 operation (`config/soap.rs`); source paths are XML paths.
+    Soap(super::SoapDownstream),
     /// A federated read: the same query fanned out to several provider sources, their records
     /// streamed page by page (`bos/source-results/v1`) and merged by identity.
     Federated(FederatedDownstream),
@@ -209,6 +211,11 @@ pub struct FieldRule {
     /// Where an input field goes in the downstream request (ignored on output rules).
     #[serde(default)]
     pub location: Location,
+    /// Whether `null` is a value of the field (XSD `nillable`): the schema admits it and an
+    /// argument set to `null` is sent (`xsi:nil="true"` to a SOAP downstream, `null` in a JSON
+    /// body) instead of counting as absent.
+    #[serde(default)]
+    pub nillable: bool,
 }
 
 /// JSON type of a field.
@@ -262,6 +269,13 @@ impl FieldType {
 }
 
 // === impl FieldRule ===
+
+impl Downstream {
+    /// Whether source paths are XML paths (`a/b/@c`) rather than dotted JSON paths.
+    pub(crate) fn xml_paths(&self) -> bool {
+        matches!(self, Downstream::Soap(_))
+    }
+}
 
 impl FieldRule {
     /// The element type of a path ending in `[*]`.

@@ -102,6 +102,15 @@ pub(crate) enum Error {
         /// The request id.
         id: Option<OwnedId>,
     },
+    /// A SOAP downstream answered with a fault: 502 with the fault (`{faultcode,
+    /// faultstring, detail}`) as the error's `data`.
+    #[error("bad gateway: {message}")]
+    DownstreamFault {
+        /// The fault's short text (`SOAP fault Client: …`), the service's own message.
+        message: String,
+        /// The fault as JSON.
+        fault: Bytes,
+    },
     /// A downstream did not answer in time.
     #[error("gateway timeout: {message}")]
     GatewayTimeout {
@@ -255,7 +264,7 @@ impl Error {
             Error::MisdirectedRequest(_) => Failure::MisdirectedRequest,
             Error::Conflict(_) => Failure::Conflict,
             Error::Unavailable(_) => Failure::Unavailable,
-            Error::BadGateway { .. } => Failure::BadGateway,
+            Error::BadGateway { .. } | Error::DownstreamFault { .. } => Failure::BadGateway,
             Error::GatewayTimeout { .. } => Failure::GatewayTimeout,
             Error::Internal => Failure::Internal,
             Error::UnknownClient => Failure::UnknownClient,
@@ -316,6 +325,7 @@ impl Error {
             Error::UnsupportedVersion { requested, .. } => {
                 Some(rescue::unsupported_version_data(requested))
             }
+            Error::DownstreamFault { fault, .. } => Some(fault.clone()),
             _ => None,
         }
     }

@@ -25,6 +25,7 @@ use super::correlation::{CallContext, CorrelationPolicy};
 use super::error::{ArgumentProblem, InvokeError, ResponseProblem};
 use super::pool::{self, Pool, PoolConfig, PoolError};
 use super::request::build_request;
+use super::soap::{self, Answer};
 use super::translate::{translate_response, UnknownFields};
 use crate::catalog::plan::ToolPlan;
 use crate::config::ServerSettings;
@@ -163,6 +164,10 @@ pub struct InvokeOutput {
     /// The answer's bytes counted against the process's answer budget, given back when the
     /// output is dropped (after the surface has built its response from `body`).
     pub held: Option<AnswerReservation>,
+    /// A SOAP fault: the downstream refused the call with its own business message. `body`
+    /// is then `{"faultcode":…,"faultstring":…,"detail":…}` and this the short text
+    /// (`SOAP fault Client: customer not found`); the surfaces answer a tool failure.
+    pub fault: Option<Box<str>>,
 }
 
 /// A pooled hyper-util client for `http` and `https` (rustls, webpki roots) URLs, on the same
@@ -271,8 +276,46 @@ impl Invoker {
         args: &Value<'_>,
     ) -> Result<InvokeOutput, InvokeError> {
         let request = self.prepare(plan, policy, ctx, args)?;
-        let body = self.send_in(tenant, plan, request, Some(ctx)).await?;
-        self.translate_response(plan, body)
+        self.exchange(tenant, plan, request, ctx).await
+    }
+
+    /// Sends a prepared request and translates the answer: JSON for REST tools; for SOAP
+    /// tools the body is read on any status (a fault may come with 500, 400 or 200).
+    async fn exchange(
+        &self,
+        tenant: &str,
+        plan: &ToolPlan,
+        request: Request<Full<Bytes>>,
+        ctx: &CallContext,
+    ) -> Result<InvokeOutput, InvokeError> {
+        if plan.soap.is_none() {
+            let (_, body) = self
+                .send_in(tenant, plan, request, Some(ctx), false)
+                .await?;
+            return self.translate_response(plan, body);
+        }
+        let (status, body) = self.send_in(tenant, plan, request, Some(ctx), true).await?;
+        let ResponseBody { data, held } = body;
+        let bytes = data.into_bytes();
+        let answer = soap::answer(plan, status, &bytes, self.config.max_json_depth);
+        if let (Err(err), Some(metrics)) = (&answer, &self.metrics) {
+            metrics.downstream_error(err.metric_code());
+        }
+        match answer? {
+            Answer::Fault(fault) => Ok(InvokeOutput {
+                body: fault.json.freeze(),
+                is_object: true,
+                held,
+                fault: Some(fault.text.into()),
+            }),
+            Answer::Result(source) => self.translate_response(
+                plan,
+                ResponseBody {
+                    data: BodyData::Joined(source),
+                    held,
+                },
+            ),
+        }
     }
 
     /// Calls the tool of `tenant` with arguments as JSON bytes (copied once to parse in place).
@@ -290,8 +333,7 @@ impl Invoker {
                 .map_err(|_| InvokeError::argument("", ArgumentProblem::InvalidJson))?;
             self.prepare(plan, policy, ctx, &value)
         })?;
-        let body = self.send_in(tenant, plan, request, Some(ctx)).await?;
-        self.translate_response(plan, body)
+        self.exchange(tenant, plan, request, ctx).await
     }
 
     /// Sends a prepared request and reads the body, under the tool's timeout, which also bounds
@@ -302,18 +344,21 @@ impl Invoker {
         plan: &ToolPlan,
         request: Request<Full<Bytes>>,
     ) -> Result<ResponseBody, InvokeError> {
-        self.send_in(tenant, plan, request, None).await
+        let (_, body) = self.send_in(tenant, plan, request, None, false).await?;
+        Ok(body)
     }
 
     /// [`Invoker::send`], noting the downstream's status in `ctx` as soon as it is known (an
-    /// audit record of a call cancelled afterwards carries it).
+    /// audit record of a call cancelled afterwards carries it). With `any_status` the body of
+    /// a non-success answer is read too (under the same limits) and returned with its status.
     async fn send_in(
         &self,
         tenant: &str,
         plan: &ToolPlan,
         request: Request<Full<Bytes>>,
         ctx: Option<&CallContext>,
-    ) -> Result<ResponseBody, InvokeError> {
+        any_status: bool,
+    ) -> Result<(http::StatusCode, ResponseBody), InvokeError> {
         let timeout = plan.timeout.unwrap_or(self.config.default_timeout);
         let exchange = async {
             let _slot = self.limiter.acquire(tenant).await;
@@ -326,7 +371,7 @@ impl Invoker {
             if let Some(ctx) = ctx {
                 ctx.downstream_status.set(status);
             }
-            if !status.is_success() {
+            if !status.is_success() && !any_status {
                 // The body is not read: it is never shown and the connection is not reused.
                 return Err(InvokeError::Status(status));
             }
@@ -348,10 +393,13 @@ impl Invoker {
             let data = lease.drive(body).await?;
             // Read to its end: the connection can serve the next call.
             self.pool.release(lease);
-            Ok(ResponseBody {
-                data,
-                held: Some(held),
-            })
+            Ok((
+                status,
+                ResponseBody {
+                    data,
+                    held: Some(held),
+                },
+            ))
         };
         let result = match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
@@ -399,6 +447,7 @@ impl Invoker {
             body: out.freeze(),
             is_object: true,
             held,
+            fault: None,
         })
     }
 }
@@ -504,6 +553,7 @@ fn pass_through(body: Bytes) -> Result<InvokeOutput, InvokeError> {
             body: Bytes::from_static(b"null"),
             is_object: false,
             held: None,
+            fault: None,
         });
     }
     serde_json::from_slice::<serde::de::IgnoredAny>(&body)
@@ -513,6 +563,7 @@ fn pass_through(body: Bytes) -> Result<InvokeOutput, InvokeError> {
         body,
         is_object,
         held: None,
+        fault: None,
     })
 }
 

@@ -62,6 +62,9 @@ pub enum ArgumentProblem {
     DotPathSegment,
     /// A path-location value is empty: it would leave an empty segment (`//`) in the path.
     EmptyPathSegment,
+    /// A value cannot be written as XML (a character XML 1.0 cannot carry, or an `object`
+    /// member name that is not an XML name).
+    NotXml,
 }
 
 impl ArgumentProblem {
@@ -86,6 +89,10 @@ impl fmt::Display for ArgumentProblem {
             Self::InvalidHeaderValue => f.write_str("value cannot be sent as a header"),
             Self::DotPathSegment => f.write_str("a path value cannot be \".\" or \"..\""),
             Self::EmptyPathSegment => f.write_str("a path value cannot be empty"),
+            Self::NotXml => f.write_str(
+                "a value cannot be written as XML (a control character, or a member name that \
+                 is not an XML name)",
+            ),
         }
     }
 }
@@ -108,6 +115,11 @@ pub enum ResponseProblem {
     NotJson,
     /// The tool has output rules but the body is not a JSON object.
     NotAnObject,
+    /// A SOAP downstream's body is not a well-formed SOAP envelope.
+    NotXml,
+    /// A SOAP downstream's body holds a construct refused for safety (a DTD, an entity
+    /// reference, nesting past the limit).
+    Refused,
     /// The body is larger than the configured limit.
     TooLarge {
         /// The limit in bytes.
@@ -120,6 +132,8 @@ impl fmt::Display for ResponseProblem {
         match self {
             Self::NotJson => f.write_str("body is not valid JSON"),
             Self::NotAnObject => f.write_str("body is not a JSON object"),
+            Self::NotXml => f.write_str("body is not a SOAP envelope"),
+            Self::Refused => f.write_str("body holds a DTD or entity reference (refused)"),
             Self::TooLarge { limit } => write!(f, "body exceeds {limit} bytes"),
         }
     }

@@ -1,7 +1,8 @@
 //! Building the downstream HTTP request from a plan and the caller's arguments.
 //!
 //! Owns the `_schema_discovery` rules, URL assembly (template literals, percent-encoded path
-//! segments, encoded query pairs — one pair per element for array fields), header placement and the JSON body. Pure: no IO, so benches
+//! segments, encoded query pairs — one pair per element for array fields), header placement and the JSON body
+//! (or, for a SOAP tool, the envelope `soap/write.rs` writes with its `Content-Type` and `SOAPAction`). Pure: no IO, so benches
 //! and tests can build requests without a network. Must not send anything (`client` does).
 
 use std::fmt::Write as _;
@@ -15,6 +16,7 @@ use simd_json::{BorrowedValue as Value, StaticNode};
 
 use super::correlation::{CallContext, CorrelationPolicy};
 use super::error::{ArgumentProblem, InvokeError};
+use super::soap::write_envelope;
 use super::translate::{write_root, UnknownFields, Walk, SCHEMA_DISCOVERY_FIELD};
 use crate::catalog::plan::{ToolPlan, UrlPart};
 use crate::config::Location;
@@ -31,7 +33,13 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
 /// Initial capacity of a request body buffer; it grows as needed.
 const BODY_CAPACITY: usize = 512;
 
+/// Initial capacity of a SOAP envelope buffer (the envelope's own markup is ~300 bytes).
+const ENVELOPE_CAPACITY: usize = 1024;
+
 static APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// The SOAP 1.1 action header.
+static SOAP_ACTION: http::HeaderName = http::HeaderName::from_static("soapaction");
 
 /// Builds the downstream request for one call.
 pub(crate) fn build_request(
@@ -121,10 +129,24 @@ pub(crate) fn build_request(
     let uri = Uri::try_from(url)
         .map_err(|_| InvokeError::Request("URL does not parse after substitution".into()))?;
 
-    if !headers.contains_key(ACCEPT) {
+    if let Some(soap) = &plan.soap {
+        headers.insert(CONTENT_TYPE, soap.content_type.clone());
+        if let Some(action) = &soap.soap_action {
+            headers.insert(SOAP_ACTION.clone(), action.clone());
+        }
+    } else if !headers.contains_key(ACCEPT) {
         headers.insert(ACCEPT, APPLICATION_JSON.clone());
     }
-    let body = if plan.sends_body {
+    let body = if let Some(soap) = &plan.soap {
+        // The correlation id goes in the envelope's header slots even when no HTTP header
+        // carries it.
+        let correlation = policy
+            .downstream_value(ctx)
+            .unwrap_or_else(|| ctx.execution_id.header_value());
+        let mut buf = BytesMut::with_capacity(ENVELOPE_CAPACITY);
+        write_envelope(&mut buf, soap, &walk.root, correlation.as_bytes())?;
+        buf.freeze()
+    } else if plan.sends_body {
         headers.insert(CONTENT_TYPE, APPLICATION_JSON.clone());
         let mut buf = BytesMut::with_capacity(BODY_CAPACITY);
         write_root(&mut buf, &walk.root, &plan.input.to);
@@ -237,6 +259,7 @@ mod tests {
             enum_values: None,
             additional_properties: None,
             location,
+            nillable: false,
         }
     }
 

@@ -5,7 +5,8 @@
 //! serializer, and response translation. Must not build HTTP requests or do IO.
 //!
 //! Choices a caller can rely on:
-//! - a `null` argument counts as absent (a required field set to `null` is missing);
+//! - a `null` argument counts as absent (a required field set to `null` is missing), except
+//!   for a `nillable` field, whose `null` is written;
 //! - a missing required field is named by its full exposed path, even when an enclosing object
 //!   is what is absent (`{}` for a required `period.from` reports `period.from`);
 //! - unknown argument members are ignored by default, or rejected with `UnknownFields::Reject`;
@@ -99,6 +100,10 @@ impl<'p, 'v> Walk<'p, 'v> {
     ) -> Result<(), InvokeError> {
         for member in members {
             match obj.get(&*member.key) {
+                // A nillable field's `null` is its value: it is sent (`xsi:nil` to SOAP).
+                Some(value @ Value::Static(StaticNode::Null)) if member.nillable => {
+                    self.walk_node(&member.node, &member.path, 0, value)?
+                }
                 None | Some(Value::Static(StaticNode::Null)) => {
                     if self.check && member.required {
                         return Err(InvokeError::argument(
@@ -163,7 +168,9 @@ impl<'p, 'v> Walk<'p, 'v> {
                 let Some(leaf) = self.tr.leaves.get(*idx as usize) else {
                     return Ok(());
                 };
-                if self.check {
+                if self.check
+                    && !(leaf.nillable && matches!(value, Value::Static(StaticNode::Null)))
+                {
                     check_type(leaf.ty, leaf.items, value)
                         .map_err(|problem| InvokeError::argument(&leaf.from_path, problem))?;
                 }
@@ -452,6 +459,7 @@ mod tests {
             enum_values: None,
             additional_properties: None,
             location: Location::Body,
+            nillable: false,
         }
     }
 

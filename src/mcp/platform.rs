@@ -157,7 +157,7 @@ pub(crate) async fn call(
 }
 
 /// Whether `tool` is a read the platform exposes: a federated read, or a REST call with `GET` or
-/// `HEAD` (the platform lists and executes read tools only; writes keep their own approval
+/// `HEAD`; never a SOAP operation (the platform lists and executes read tools only; writes keep their own approval
 /// flows on the tenant's endpoints).
 fn is_read_tool(tool: &crate::catalog::CatalogTool) -> bool {
     match &tool.def.downstream {
@@ -165,5 +165,7 @@ fn is_read_tool(tool: &crate::catalog::CatalogTool) -> bool {
         Downstream::Rest(rest) => {
             rest.method.eq_ignore_ascii_case("GET") || rest.method.eq_ignore_ascii_case("HEAD")
         }
+        // Every SOAP call is a POST: nothing on the wire says it only reads.
+        Downstream::Soap(_) => false,
     }
 }

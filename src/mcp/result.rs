@@ -1,5 +1,5 @@
 //! The `CallToolResult` writers every `tools/call` path answers with: a tool's success, a tool
-//! execution error (`isError: true`), a federated read's final result, and the `bos_execute`
+//! execution error (`isError: true`), a SOAP fault, a federated read's final result, and the `bos_execute`
 //! identity envelope.
 //!
 //! One place for them, so `tools.rs`, `federated.rs`, `platform.rs` and `agents.rs` import
@@ -28,6 +28,20 @@ pub(super) fn success(d: &Dispatcher, scope: &Scope<'_>, result: &[u8], is_objec
         out.put_slice(result);
     }
     out.put_slice(b",\"isError\":false");
+    shapes.close(&mut out, scope.era, Cache::No);
+    out.freeze()
+}
+
+/// `{"content":[{"type":"text","text":"<text>"}],"structuredContent":<fault>,"isError":true}`:
+/// a SOAP fault, the service's own message with its structured code and detail.
+pub(super) fn fault(d: &Dispatcher, scope: &Scope<'_>, text: &str, fault: &[u8]) -> Bytes {
+    let shapes = &d.prepared.shapes;
+    let mut out = BytesMut::with_capacity(text.len() + fault.len() + 96 + shapes.max_suffix_len());
+    out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+    json::put_str(&mut out, text);
+    out.put_slice(b"}],\"structuredContent\":");
+    out.put_slice(fault);
+    out.put_slice(b",\"isError\":true");
     shapes.close(&mut out, scope.era, Cache::No);
     out.freeze()
 }

@@ -28,7 +28,7 @@ use simd_json::BorrowedValue;
 
 use super::era::Cache;
 use super::page::{self, ListKind};
-use super::result::{failure, success};
+use super::result::{self, failure, success};
 use super::{agents, federated, json, params, Dispatcher, McpError, Reply, Scope};
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
@@ -144,7 +144,16 @@ pub(crate) async fn call(
         .call(scope.tenant, &tool.plan, &policy, scope.call, &arguments)
         .await;
     let reply = match result {
-        Ok(output) => success(d, scope, &output.body, output.is_object),
+        Ok(output) => match &output.fault {
+            // The downstream refused with its own message: a tool failure carrying it.
+            Some(text) => {
+                if let Some(slot) = scope.tool_error {
+                    slot.set(ErrorClass::Downstream);
+                }
+                result::fault(d, scope, text, &output.body)
+            }
+            None => success(d, scope, &output.body, output.is_object),
+        },
         // A path value that would change which downstream path is called is refused as a
         // protocol error: unlike a missing or mistyped argument (a tool execution error the
         // model can correct), it is a request the runtime will not make in any form.

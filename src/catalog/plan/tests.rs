@@ -14,6 +14,7 @@ fn rule(source: &str, exposed: &str, ty: FieldType, location: Location) -> Field
         enum_values: None,
         additional_properties: None,
         location,
+        nillable: false,
     }
 }
 

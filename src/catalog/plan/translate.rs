@@ -37,6 +37,8 @@ pub struct FromChild {
     /// Whether the member must be present when its enclosing object is (a required leaf, or an
     /// object on the way to one that is not separated from it by an array).
     pub required: bool,
+    /// Whether the member is a leaf whose rule is `nillable`: `null` is its value, not absence.
+    pub nillable: bool,
     /// What the member holds.
     pub node: FromNode,
 }
@@ -61,6 +63,8 @@ pub enum FromNode {
 /// A member of an object in the to tree.
 #[derive(Debug, Clone)]
 pub struct ToChild {
+    /// The member name as the rule writes it (an XML name for a SOAP request).
+    pub key: Box<str>,
     /// The member name as JSON with the colon, ready to copy: `"town":`.
     pub key_json: Box<str>,
     /// What the member holds.
@@ -107,6 +111,8 @@ pub struct Leaf {
     pub ty: FieldType,
     /// Element type when `ty` is `Array` (not used for `[*]` leaves).
     pub items: FieldType,
+    /// Whether `null` is a value of the field (the rule is `nillable`).
+    pub nillable: bool,
 }
 
 // === compilation ===
@@ -121,10 +127,11 @@ pub(super) enum Direction {
 }
 
 /// Compiles one direction's rules into a translation, pushing a problem for each rule that
-/// does not fit (the others still compile).
+/// does not fit (the others still compile). `xml` says source paths are XML paths.
 pub(super) fn compile(
     rules: &[FieldRule],
     direction: Direction,
+    xml: bool,
     problems: &mut Vec<PlanProblem>,
 ) -> Translation {
     let mut tr = Translation {
@@ -134,7 +141,11 @@ pub(super) fn compile(
     };
     for rule in rules {
         let exposed = FieldPath::parse(&rule.exposed);
-        let source = FieldPath::parse(&rule.source);
+        let source = if xml {
+            FieldPath::parse_xml(&rule.source)
+        } else {
+            FieldPath::parse(&rule.source)
+        };
         let (exposed, source) = match (exposed, source) {
             (Ok(e), Ok(s)) => (e, s),
             (e, s) => {
@@ -225,6 +236,7 @@ pub(super) fn compile(
             from.segments(),
             leaf_idx,
             required && direction == Direction::Input,
+            rule.nillable,
         )
         .is_err()
         {
@@ -250,6 +262,7 @@ pub(super) fn compile(
             header,
             ty,
             items,
+            nillable: rule.nillable,
         });
     }
     finish_from(&mut tr.from, "", &tr.leaves, 0);
@@ -342,6 +355,7 @@ fn insert_from(
     segments: &[Segment],
     leaf: u32,
     required: bool,
+    nillable: bool,
 ) -> Result<bool, ()> {
     let Some(Segment::Key(key)) = segments.first() else {
         return Err(());
@@ -354,13 +368,14 @@ fn insert_from(
                 key: key.clone(),
                 path: "".into(),
                 required: false,
+                nillable: nillable && rest.is_empty(),
                 node: empty_from_node(rest),
             });
             children.len() - 1
         }
     };
     let child = &mut children[pos];
-    let propagate = insert_from_node(&mut child.node, rest, leaf, required)?;
+    let propagate = insert_from_node(&mut child.node, rest, leaf, required, nillable)?;
     child.required |= propagate;
     Ok(propagate)
 }
@@ -381,6 +396,7 @@ fn insert_from_node(
     rest: &[Segment],
     leaf: u32,
     required: bool,
+    nillable: bool,
 ) -> Result<bool, ()> {
     match (node, rest.first()) {
         (node @ FromNode::Leaf(u32::MAX), None) => {
@@ -388,10 +404,10 @@ fn insert_from_node(
             Ok(required)
         }
         (FromNode::Object(children), Some(Segment::Key(_))) => {
-            insert_from(children, rest, leaf, required)
+            insert_from(children, rest, leaf, required, nillable)
         }
         (FromNode::Array { element, .. }, Some(Segment::Each)) => {
-            insert_from_node(element, &rest[1..], leaf, required)?;
+            insert_from_node(element, &rest[1..], leaf, required, nillable)?;
             Ok(false)
         }
         _ => Err(()),
@@ -491,6 +507,7 @@ fn insert_to_children(
         None => {
             let p = children.len();
             children.push(ToChild {
+                key: key.clone(),
                 key_json,
                 node: fresh_to_node(rest),
             });
@@ -528,6 +545,7 @@ fn fresh_to_node(rest: &[Segment]) -> ToNode {
     match rest.first() {
         None => ToNode::Leaf,
         Some(Segment::Key(k)) => ToNode::Object(vec![ToChild {
+            key: k.clone(),
             key_json: key_json(k),
             node: fresh_to_node(&rest[1..]),
         }]),

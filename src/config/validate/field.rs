@@ -15,19 +15,21 @@ pub const MAX_PATH_SEGMENTS: usize = 32;
 
 /// Checks one direction's rules of a tool (`kind` is `field` for inputs, `output field` for
 /// outputs), then the structural conflicts among their exposed paths.
+/// `xml` says source paths are XML paths (a SOAP tool's).
 pub(super) fn check_rules<C: ToolCompiler>(
     report: &mut Report,
     loc: &Loc,
     kind: &'static str,
     rules: &[FieldRule],
     is_input: bool,
+    xml: bool,
     compiler: &C,
 ) {
     let mut exposed_paths = Vec::with_capacity(rules.len());
     for rule in rules {
         let floc = loc.with(kind, &rule.exposed);
-        let exposed = check_path(report, &floc, "exposed", &rule.exposed);
-        check_path(report, &floc, "source", &rule.source);
+        let exposed = check_path(report, &floc, "exposed", &rule.exposed, false);
+        check_path(report, &floc, "source", &rule.source, xml);
         if let Some(path) = &exposed {
             if is_input
                 && path
@@ -51,8 +53,19 @@ pub(super) fn check_rules<C: ToolCompiler>(
     }
 }
 
-fn check_path(report: &mut Report, loc: &Loc, which: &str, text: &str) -> Option<FieldPath> {
-    match FieldPath::parse(text) {
+fn check_path(
+    report: &mut Report,
+    loc: &Loc,
+    which: &str,
+    text: &str,
+    xml: bool,
+) -> Option<FieldPath> {
+    let parsed = if xml {
+        FieldPath::parse_xml(text)
+    } else {
+        FieldPath::parse(text)
+    };
+    match parsed {
         Ok(path) if path.segments().len() > MAX_PATH_SEGMENTS => {
             report.push(
                 loc,

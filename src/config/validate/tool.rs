@@ -84,8 +84,17 @@ fn check_tool<C: ToolCompiler>(
             format!("'{DISCOVER_TOOL_NAME}' is reserved for the schema discovery meta-tool"),
         );
     }
-    field::check_rules(report, loc, "field", &tool.inputs, true, compiler);
-    field::check_rules(report, loc, "output field", &tool.outputs, false, compiler);
+    let xml = tool.downstream.xml_paths();
+    field::check_rules(report, loc, "field", &tool.inputs, true, xml, compiler);
+    field::check_rules(
+        report,
+        loc,
+        "output field",
+        &tool.outputs,
+        false,
+        xml,
+        compiler,
+    );
     if let Downstream::Federated(federated) = &tool.downstream {
         check_federated(report, loc, tool, federated);
     }
