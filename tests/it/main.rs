@@ -24,5 +24,6 @@ mod mcp;
 mod mcp_http;
 mod rest;
 mod session;
+mod soap;
 mod sse;
 mod support;
