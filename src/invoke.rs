@@ -13,7 +13,7 @@ pub(crate) mod correlation;
 pub(crate) mod error;
 pub(crate) mod pool;
 pub(crate) mod request;
-pub(crate) mod soap;
+pub mod soap;
 pub(crate) mod translate;
 
 pub(crate) use budget::{AnswerBudget, AnswerReservation, OverBudget};

@@ -51,6 +51,7 @@ pub mod bench;
 pub(crate) mod bos;
 pub mod catalog;
 pub mod config;
+pub mod contract;
 pub mod demo;
 pub mod federation;
 pub mod http;

@@ -2,7 +2,8 @@
 //!
 //! Nothing else lives here: no request handling, no configuration semantics beyond flags.
 //! Subcommands: `serve --config FILE` (production), `check --config FILE` (validation, exit 0/1),
-//! `demo` (the bundled demo configuration over demo APIs on loopback), `bench` (the MCP load
+//! `demo` (the bundled demo configuration over demo APIs on loopback), `import wsdl FILE`
+//! (`sluice::contract`: tool mappings on stdout, problems with file:line:col on stderr), `bench` (the MCP load
 //! generator, `sluice::bench`) and `bench idle` (its hold mode).
 
 #![forbid(unsafe_code)]
@@ -66,6 +67,41 @@ enum Command {
         #[command(subcommand)]
         command: KeyCommand,
     },
+    /// Turn a contract into tool mappings: prints a configuration `sluice check` accepts.
+    Import {
+        #[command(subcommand)]
+        command: ImportCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ImportCommand {
+    /// A WSDL 1.1 contract (with its local XSD imports): one SOAP tool per operation.
+    Wsdl {
+        /// The WSDL file.
+        file: PathBuf,
+        /// The tenant id of the output.
+        #[arg(long, default_value = "imported")]
+        tenant: String,
+        /// The toolset id (default: the service name).
+        #[arg(long)]
+        toolset: Option<String>,
+        /// The binding used when an operation has both.
+        #[arg(long, value_enum, default_value = "soap11")]
+        binding: BindingArg,
+        /// Only these operations (comma-separated WSDL or tool names).
+        #[arg(long, value_delimiter = ',')]
+        operations: Option<Vec<String>>,
+        /// Publish write-like operations (create…, update…, delete…, set…) too.
+        #[arg(long)]
+        include_writes: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum BindingArg {
+    Soap11,
+    Soap12,
 }
 
 #[derive(Debug, Subcommand)]
@@ -189,6 +225,9 @@ fn main() -> anyhow::Result<ExitCode> {
     {
         return key_new(config.as_deref());
     }
+    if let Command::Import { command } = &cli.command {
+        return import(command);
+    }
     if let Command::Check { config } = &cli.command {
         let ok = catalog::check(config, &mut std::io::stdout().lock());
         return Ok(if ok {
@@ -209,7 +248,7 @@ fn main() -> anyhow::Result<ExitCode> {
         Command::Serve { config, listen } => runtime.block_on(serve(&config, listen))?,
         Command::Demo { listen } => runtime.block_on(demo(listen))?,
         Command::Bench(args) => return runtime.block_on(bench(args)),
-        Command::Check { .. } | Command::Key { .. } => {}
+        Command::Check { .. } | Command::Key { .. } | Command::Import { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -453,4 +492,41 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
             std::process::exit(code);
         });
     })
+}
+
+/// `import wsdl`: the configuration on stdout; problems (file:line:col) and notes on stderr.
+fn import(command: &ImportCommand) -> anyhow::Result<ExitCode> {
+    let ImportCommand::Wsdl {
+        file,
+        tenant,
+        toolset,
+        binding,
+        operations,
+        include_writes,
+    } = command;
+    let options = sluice::contract::WsdlOptions {
+        tenant: tenant.clone(),
+        toolset: toolset.clone(),
+        binding: match binding {
+            BindingArg::Soap11 => sluice::contract::Binding::Soap11,
+            BindingArg::Soap12 => sluice::contract::Binding::Soap12,
+        },
+        operations: operations.clone(),
+        include_writes: *include_writes,
+    };
+    match sluice::contract::import_wsdl(file, &options) {
+        Ok((text, notes)) => {
+            for note in notes {
+                eprintln!("note: {note}");
+            }
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(problems) => {
+            for problem in problems {
+                eprintln!("error: {problem}");
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }

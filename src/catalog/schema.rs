@@ -362,7 +362,17 @@ fn emit_node(node: &Node<'_>, detail: Detail) -> Value {
             FieldType::Array => {
                 let ty = rule.items.unwrap_or(FieldType::String);
                 let items = value_schema(ty, rule, detail, false);
-                json!({"type": type_names(FieldType::Array, rule.nillable), "items": items})
+                let mut array =
+                    json!({"type": type_names(FieldType::Array, rule.nillable), "items": items});
+                if let (Detail::Full, Value::Object(map)) = (detail, &mut array) {
+                    if let Some(n) = rule.min_items {
+                        map.insert("minItems".into(), n.into());
+                    }
+                    if let Some(n) = rule.max_items {
+                        map.insert("maxItems".into(), n.into());
+                    }
+                }
+                array
             }
             ty => value_schema(ty, rule, detail, rule.nillable),
         },
@@ -393,6 +403,18 @@ fn value_schema(ty: FieldType, rule: &FieldRule, detail: Detail, nullable: bool)
     if detail == Detail::Full {
         if let Some(format) = &rule.format {
             map.insert("format".into(), format.as_str().into());
+        }
+        let facets = [
+            ("pattern", rule.pattern.as_deref().map(Value::from)),
+            ("minLength", rule.min_length.map(Value::from)),
+            ("maxLength", rule.max_length.map(Value::from)),
+            ("minimum", rule.minimum.map(Value::from)),
+            ("maximum", rule.maximum.map(Value::from)),
+        ];
+        for (name, value) in facets {
+            if let Some(value) = value {
+                map.insert(name.into(), value);
+            }
         }
         if let Some(values) = &rule.enum_values {
             let mut values: Vec<Value> = values.iter().map(toml_to_json).collect();

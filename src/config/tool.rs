@@ -211,6 +211,22 @@ pub struct FieldRule {
     /// Where an input field goes in the downstream request (ignored on output rules).
     #[serde(default)]
     pub location: Location,
+    /// Constraints of the value published in the schema (Full schema mode only): `pattern`,
+    /// `minLength`/`maxLength` (strings), `minimum`/`maximum` (numbers), `minItems`/`maxItems`
+    /// (arrays). Documentation for the model; the downstream enforces them.
+    pub pattern: Option<String>,
+    /// `minLength` (see `pattern`).
+    pub min_length: Option<u64>,
+    /// `maxLength`.
+    pub max_length: Option<u64>,
+    /// `minimum`.
+    pub minimum: Option<f64>,
+    /// `maximum`.
+    pub maximum: Option<f64>,
+    /// `minItems` (of an array field).
+    pub min_items: Option<u64>,
+    /// `maxItems` (of an array field).
+    pub max_items: Option<u64>,
     /// Whether `null` is a value of the field (XSD `nillable`): the schema admits it and an
     /// argument set to `null` is sent (`xsi:nil="true"` to a SOAP downstream, `null` in a JSON
     /// body) instead of counting as absent.

@@ -295,13 +295,24 @@ impl Invoker {
             return self.translate_response(plan, body);
         }
         let (status, body) = self.send_in(tenant, plan, request, Some(ctx), true).await?;
-        let ResponseBody { data, held } = body;
-        let bytes = data.into_bytes();
-        let answer = soap::answer(plan, status, &bytes, self.config.max_json_depth);
+        let answer = self.read_soap(plan, status, body);
         if let (Err(err), Some(metrics)) = (&answer, &self.metrics) {
             metrics.downstream_error(err.metric_code());
         }
-        match answer? {
+        answer
+    }
+
+    /// Reads a SOAP tool's answer (a body read on any status) into the exposed result or the
+    /// fault (no IO): the envelope read into source JSON, then the same translation as REST.
+    pub fn read_soap(
+        &self,
+        plan: &ToolPlan,
+        status: http::StatusCode,
+        body: ResponseBody,
+    ) -> Result<InvokeOutput, InvokeError> {
+        let ResponseBody { data, held } = body;
+        let bytes = data.into_bytes();
+        match soap::answer(plan, status, &bytes, self.config.max_json_depth)? {
             Answer::Fault(fault) => Ok(InvokeOutput {
                 body: fault.json.freeze(),
                 is_object: true,

@@ -8,6 +8,8 @@
 //! not know MCP or send anything itself.
 
 mod fault;
+#[cfg(any(test, feature = "test-util"))]
+pub mod props;
 pub(crate) mod read;
 mod write;
 

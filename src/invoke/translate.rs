@@ -460,6 +460,13 @@ mod tests {
             additional_properties: None,
             location: Location::Body,
             nillable: false,
+            pattern: None,
+            min_length: None,
+            max_length: None,
+            minimum: None,
+            maximum: None,
+            min_items: None,
+            max_items: None,
         }
     }
 

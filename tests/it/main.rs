@@ -8,6 +8,7 @@ mod bos;
 mod catalog;
 mod cli;
 mod cluster;
+mod contract;
 mod demo;
 mod federation;
 mod hardening_cluster;

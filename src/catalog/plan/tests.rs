@@ -15,6 +15,13 @@ fn rule(source: &str, exposed: &str, ty: FieldType, location: Location) -> Field
         additional_properties: None,
         location,
         nillable: false,
+        pattern: None,
+        min_length: None,
+        max_length: None,
+        minimum: None,
+        maximum: None,
+        min_items: None,
+        max_items: None,
     }
 }
 

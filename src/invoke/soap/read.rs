@@ -148,24 +148,34 @@ impl<'i, 'p> Reader<'i, 'p> {
     /// The next event; a start tag is matched against `children`.
     fn next(&mut self, children: &[XmlChild]) -> Result<Ev<'i>, ReadError> {
         loop {
-            let (res, event) = self
-                .r
-                .read_resolved_event()
-                .map_err(|_| ReadError::NotXml)?;
+            let event = self.r.read_event().map_err(|_| ReadError::NotXml)?;
             match event {
                 Event::Start(start) => {
-                    let ns = match &res {
-                        ResolveResult::Bound(ns) => Some(ns.as_ref()),
-                        ResolveResult::Unbound => None,
-                        ResolveResult::Unknown(_) => return Err(ReadError::NotXml),
-                    };
                     let local = start.local_name();
-                    let envelope = ns.is_some_and(|ns| {
-                        ns == SOAP11_ENV.as_bytes() || ns == SOAP12_ENV.as_bytes()
-                    });
+                    let local = local.as_ref();
+                    // Namespaces are resolved only for a name that could match: a child the
+                    // caller expects, or an envelope element.
                     let child = children
                         .iter()
-                        .position(|c| c.kind == XmlKind::Element && matches(c, ns, local.as_ref()));
+                        .position(|c| {
+                            c.kind == XmlKind::Element && *c.name.local.as_bytes() == *local
+                        })
+                        .filter(|&i| {
+                            let (res, _) = self.r.resolve_element(start.name());
+                            match &res {
+                                ResolveResult::Bound(ns) => {
+                                    matches(&children[i], Some(ns.as_ref()), local)
+                                }
+                                ResolveResult::Unbound => true,
+                                ResolveResult::Unknown(_) => false,
+                            }
+                        });
+                    let envelope = matches!(local, b"Envelope" | b"Header" | b"Body" | b"Fault")
+                        && {
+                            let (res, _) = self.r.resolve_element(start.name());
+                            matches!(&res, ResolveResult::Bound(ns)
+                            if ns.as_ref() == SOAP11_ENV.as_bytes() || ns.as_ref() == SOAP12_ENV.as_bytes())
+                        };
                     self.depth += 1;
                     if self.depth > self.max_depth {
                         return Err(ReadError::TooDeep(self.max_depth));
@@ -422,6 +432,10 @@ impl<'i, 'p> Reader<'i, 'p> {
     }
 
     fn is_nil(&self, start: &BytesStart<'i>) -> bool {
+        // Most elements have no attributes at all: no parse for them.
+        if memchr::memmem::find(start.attributes_raw(), b"nil").is_none() {
+            return false;
+        }
         start.attributes().flatten().any(|attr| {
             let (res, local) = self.r.resolve_attribute(attr.key);
             matches!(&res, ResolveResult::Bound(ns) if ns.as_ref() == XSI.as_bytes())
@@ -431,12 +445,14 @@ impl<'i, 'p> Reader<'i, 'p> {
     }
 
     /// The text content of the element just opened, to its end (child elements skipped).
-    fn text(&mut self) -> Result<String, ReadError> {
-        let mut text = String::new();
+    fn text(&mut self) -> Result<Cow<'i, str>, ReadError> {
+        // One text event (the usual case) stays borrowed from the answer.
+        let mut text = Cow::Borrowed("");
         loop {
             match self.next(&[])? {
-                Ev::Text(t) => text.push_str(&t),
-                Ev::Char(c) => text.push(c),
+                Ev::Text(t) if text.is_empty() => text = t,
+                Ev::Text(t) => text.to_mut().push_str(&t),
+                Ev::Char(c) => text.to_mut().push(c),
                 Ev::Start { .. } => self.skip()?,
                 Ev::End => return Ok(text),
                 Ev::Eof => return Err(ReadError::NotXml),

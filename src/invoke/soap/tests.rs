@@ -6,6 +6,7 @@ use http_body_util::BodyExt;
 use proptest::prelude::*;
 use serde_json::{json, Value as Json};
 
+use super::props::{as_answer, round_trip_plan};
 use super::read::{read_answer, Answer, ReadError};
 use crate::catalog::plan::ToolPlan;
 use crate::config::{CorrelationStrategy, Tool};
@@ -396,63 +397,6 @@ operation = "{urn:x}Op"
 
 // === round trip ===
 
-/// A tool whose input and output rules are the same XML paths, so an argument object written
-/// as an envelope and read back as an answer is the same object.
-const ROUND_TRIP: &str = r#"
-name = "echo"
-[downstream]
-kind = "soap"
-url = "http://echo.example/"
-operation = "{urn:echo}Echo"
-[[input]]
-source = "Text"
-exposed = "text"
-[[input]]
-source = "Count"
-exposed = "count"
-type = "integer"
-[[input]]
-source = "Ratio"
-exposed = "ratio"
-type = "number"
-[[input]]
-source = "Flag"
-exposed = "flag"
-type = "boolean"
-[[input]]
-source = "Maybe"
-exposed = "maybe"
-nillable = true
-[[input]]
-source = "Item/@id"
-exposed = "item.id"
-type = "integer"
-[[input]]
-source = "Item/#text"
-exposed = "item.label"
-[[input]]
-source = "Rows/Row[*]/Name"
-exposed = "rows[*].name"
-[[input]]
-source = "Rows/Row[*]/@n"
-exposed = "rows[*].n"
-type = "integer"
-[[input]]
-source = "Words"
-exposed = "words"
-type = "array"
-"#;
-
-fn round_trip_plan() -> ToolPlan {
-    // The same paths both ways.
-    let outputs = ROUND_TRIP
-        .split("[[input]]")
-        .skip(1)
-        .map(|rule| format!("[[output]]{rule}"))
-        .collect::<String>();
-    plan(&format!("{ROUND_TRIP}{outputs}"))
-}
-
 /// Text that XML 1.0 carries (no C0 controls but tab and line feed; CR is written as `&#13;`).
 fn xml_text() -> impl Strategy<Value = String> {
     proptest::string::string_regex("[ -~\t\n\r\u{e9}\u{4e2d}\u{1f600}<>&\"']{0,12}").expect("regex")
@@ -513,23 +457,13 @@ fn ratio(value: &mut Json) -> Option<f64> {
     value.as_object_mut()?.remove("ratio")?.as_f64()
 }
 
-/// The request's operation element, re-wrapped as an answer's body.
-fn as_answer(envelope: &str) -> String {
-    let start = envelope.find("<tns:Echo>").expect("operation");
-    let end = envelope.find("</soapenv:Body>").expect("body end");
-    envelope11(&format!(
-        "<wrap xmlns:tns=\"urn:echo\">{}",
-        &envelope[start + "<tns:Echo>".len()..end].replace("</tns:Echo>", "</wrap>")
-    ))
-}
-
 proptest! {
     #[test]
     fn arguments_survive_the_envelope_and_the_answer_reader(args in arguments()) {
         let plan = round_trip_plan();
-        let (_, _, envelope) = request(&plan, &args.to_string()).expect("request");
-        let xml = as_answer(&envelope);
-        let got = result(&plan, &xml).expect("read back");
+        let (_, _, envelope) = request(plan, &args.to_string()).expect("request");
+        let xml = as_answer(&envelope).expect("the operation element");
+        let got = result(plan, &xml).expect("read back");
         // serde_json's float parsing (which reads `got` here) may be one unit in the last
         // place off: the ratio is compared within that, the rest exactly.
         let (mut got, mut expected) = (got, args);
@@ -541,4 +475,16 @@ proptest! {
         }
         prop_assert_eq!(got, expected, "{}", xml);
     }
+}
+
+#[test]
+fn the_fuzz_corpus_replays() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/soap_answer");
+    let mut n_files = 0;
+    for entry in std::fs::read_dir(&dir).expect("corpus dir") {
+        let data = std::fs::read(entry.expect("entry").path()).expect("read corpus file");
+        super::props::answer(&data);
+        n_files += 1;
+    }
+    assert!(n_files >= 8, "corpus has only {n_files} files");
 }
