@@ -127,6 +127,8 @@ struct Reader<'i, 'p> {
     max_depth: usize,
     leaves: &'p [Leaf],
     out: BytesMut,
+    /// Where [`Reader::next`] starts looking among the expected children.
+    hint: usize,
 }
 
 impl<'i, 'p> Reader<'i, 'p> {
@@ -142,6 +144,7 @@ impl<'i, 'p> Reader<'i, 'p> {
             max_depth,
             leaves,
             out: BytesMut::with_capacity(capacity),
+            hint: 0,
         }
     }
 
@@ -155,9 +158,12 @@ impl<'i, 'p> Reader<'i, 'p> {
                     let local = local.as_ref();
                     // Namespaces are resolved only for a name that could match: a child the
                     // caller expects, or an envelope element.
-                    let child = children
-                        .iter()
-                        .position(|c| {
+                    // Sequences come in order: the member after the last one met is tried first.
+                    let n = children.len();
+                    let child = (0..n)
+                        .map(|k| (self.hint + k) % n)
+                        .find(|&i| {
+                            let c = &children[i];
                             c.kind == XmlKind::Element && *c.name.local.as_bytes() == *local
                         })
                         .filter(|&i| {
@@ -192,14 +198,14 @@ impl<'i, 'p> Reader<'i, 'p> {
                 }
                 Event::Text(text) => {
                     return text
-                        .xml10_content()
-                        .map(Ev::Text)
+                        .decode()
+                        .map(|t| Ev::Text(normalize_eols(t)))
                         .map_err(|_| ReadError::NotXml)
                 }
                 Event::CData(data) => {
                     return data
-                        .xml10_content()
-                        .map(Ev::Text)
+                        .decode()
+                        .map(|t| Ev::Text(normalize_eols(t)))
                         .map_err(|_| ReadError::NotXml)
                 }
                 Event::GeneralRef(reference) => {
@@ -292,10 +298,15 @@ impl<'i, 'p> Reader<'i, 'p> {
         let mut text = String::new();
         // The member whose array is open (repeated elements in a row).
         let mut open: Option<usize> = None;
+        // The member expected next: the one after the last met, or the same for a repeat.
+        let mut last_member = 0usize;
         loop {
             let ev = match pending.take() {
                 Some(ev) => ev,
-                None => self.next(children)?,
+                None => {
+                    self.hint = last_member;
+                    self.next(children)?
+                }
             };
             match ev {
                 Ev::Start {
@@ -306,6 +317,11 @@ impl<'i, 'p> Reader<'i, 'p> {
                     let (Some(xml), Some(member)) = (children.get(i), from.get(i)) else {
                         self.skip()?;
                         continue;
+                    };
+                    last_member = if matches!(xml.node, XmlNode::Array(_)) {
+                        i
+                    } else {
+                        i + 1
                     };
                     match &xml.node {
                         XmlNode::Array(each) => {
@@ -579,12 +595,60 @@ fn json_number(text: &str, integer: bool) -> Option<Cow<'_, str>> {
     if integer {
         return None;
     }
-    // Decimals and doubles: anything Rust reads as a finite float, written back as JSON.
+    // A short decimal already in JSON's grammar (`12.50`, `-0.5`, `1e5`) is copied as it is:
+    // short enough that every parser reads it as a finite double.
+    if text.len() <= 24 && is_json_number(text) {
+        return Some(Cow::Borrowed(text));
+    }
+    // Other decimals and doubles: anything Rust reads as a finite float, written back as JSON.
     let ok = body
         .bytes()
         .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
     let value: f64 = digits.parse().ok().filter(|_| ok)?;
     value.is_finite().then(|| Cow::Owned(value.to_string()))
+}
+
+/// Whether `text` is a JSON number: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn is_json_number(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i - start
+    };
+    let int_start = i;
+    let n = digits(&mut i);
+    if n == 0 || (n > 1 && b[int_start] == b'0') {
+        return false;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// Text content with XML's end-of-line normalization (CR LF and lone CR read as LF), borrowed
+/// when there is no CR.
+fn normalize_eols(text: Cow<'_, str>) -> Cow<'_, str> {
+    if !text.contains('\r') {
+        return text;
+    }
+    Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
 }
 
 /// An element read without a schema (an `object` field, a fault detail).
