@@ -1,6 +1,9 @@
-//! Contract importers: a WSDL 1.1 + XSD contract (`sluice import wsdl`) becomes tool mappings
-//! a tenant can serve at once and edit later.
+//! Contract importers: a WSDL 1.1 + XSD contract (`sluice import wsdl`) or an OpenAPI 3.0/3.1
+//! document (`sluice import openapi`) becomes tool mappings a tenant can serve at once and edit
+//! later.
 //!
+//! `openapi.rs` maps each operation to a REST tool (parameters, JSON bodies, the 2xx JSON
+//! response, local `$ref`s).
 //! `wsdl.rs` loads the contract and its `wsdl:import`/`xsd:import`/`xsd:include` files (local
 //! files only, relative to the including file: nothing is ever fetched), picks one binding
 //! per operation and writes one tool per operation; `xsd.rs` turns element content into field
@@ -9,12 +12,14 @@
 //! network.
 
 mod emit;
+mod openapi;
 mod wsdl;
 mod xsd;
 
 use std::fmt;
 
 pub use emit::{config_text, RuleSpec, ToolSpec};
+pub use openapi::{import_openapi, OpenApiOptions};
 pub use wsdl::{import_wsdl, Binding, WsdlOptions};
 
 /// Largest contract file read, in bytes.

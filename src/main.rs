@@ -2,7 +2,7 @@
 //!
 //! Nothing else lives here: no request handling, no configuration semantics beyond flags.
 //! Subcommands: `serve --config FILE` (production), `check --config FILE` (validation, exit 0/1),
-//! `demo` (the bundled demo configuration over demo APIs on loopback), `import wsdl FILE`
+//! `demo` (the bundled demo configuration over demo APIs on loopback), `import wsdl|openapi FILE`
 //! (`sluice::contract`: tool mappings on stdout, problems with file:line:col on stderr), `bench` (the MCP load
 //! generator, `sluice::bench`) and `bench idle` (its hold mode).
 
@@ -95,6 +95,20 @@ enum ImportCommand {
         /// Publish write-like operations (create…, update…, delete…, set…) too.
         #[arg(long)]
         include_writes: bool,
+    },
+    /// An OpenAPI 3.0 or 3.1 document (JSON or YAML): one REST tool per operation.
+    Openapi {
+        /// The OpenAPI file.
+        file: PathBuf,
+        /// The tenant id of the output.
+        #[arg(long, default_value = "imported")]
+        tenant: String,
+        /// The toolset id (default: the API's title).
+        #[arg(long)]
+        toolset: Option<String>,
+        /// Only these operations (comma-separated operationIds or tool names).
+        #[arg(long, value_delimiter = ',')]
+        operations: Option<Vec<String>>,
     },
 }
 
@@ -494,27 +508,45 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     })
 }
 
-/// `import wsdl`: the configuration on stdout; problems (file:line:col) and notes on stderr.
+/// `import wsdl|openapi`: the configuration on stdout; problems (file:line:col) and notes on
+/// stderr.
 fn import(command: &ImportCommand) -> anyhow::Result<ExitCode> {
-    let ImportCommand::Wsdl {
-        file,
-        tenant,
-        toolset,
-        binding,
-        operations,
-        include_writes,
-    } = command;
-    let options = sluice::contract::WsdlOptions {
-        tenant: tenant.clone(),
-        toolset: toolset.clone(),
-        binding: match binding {
-            BindingArg::Soap11 => sluice::contract::Binding::Soap11,
-            BindingArg::Soap12 => sluice::contract::Binding::Soap12,
-        },
-        operations: operations.clone(),
-        include_writes: *include_writes,
+    let result = match command {
+        ImportCommand::Wsdl {
+            file,
+            tenant,
+            toolset,
+            binding,
+            operations,
+            include_writes,
+        } => sluice::contract::import_wsdl(
+            file,
+            &sluice::contract::WsdlOptions {
+                tenant: tenant.clone(),
+                toolset: toolset.clone(),
+                binding: match binding {
+                    BindingArg::Soap11 => sluice::contract::Binding::Soap11,
+                    BindingArg::Soap12 => sluice::contract::Binding::Soap12,
+                },
+                operations: operations.clone(),
+                include_writes: *include_writes,
+            },
+        ),
+        ImportCommand::Openapi {
+            file,
+            tenant,
+            toolset,
+            operations,
+        } => sluice::contract::import_openapi(
+            file,
+            &sluice::contract::OpenApiOptions {
+                tenant: tenant.clone(),
+                toolset: toolset.clone(),
+                operations: operations.clone(),
+            },
+        ),
     };
-    match sluice::contract::import_wsdl(file, &options) {
+    match result {
         Ok((text, notes)) => {
             for note in notes {
                 eprintln!("note: {note}");

@@ -69,6 +69,54 @@ fn serve_refuses_an_invalid_file_with_the_same_report() {
 }
 
 #[test]
+fn import_prints_a_configuration_or_located_problems() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let out = sluice()
+        .args([
+            "import",
+            "wsdl",
+            &format!("{dir}/tests/fixtures/soap/calculator.wsdl"),
+        ])
+        .args([
+            "--binding",
+            "soap12",
+            "--operations",
+            "Add",
+            "--tenant",
+            "calc",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("name = \"add\"") && text.contains("version = \"1.2\""),
+        "{text}"
+    );
+    assert!(!text.contains("name = \"divide\""), "{text}");
+    assert!(sluice::config::parse(&text, "stdout").is_ok());
+
+    let out = sluice()
+        .args([
+            "import",
+            "openapi",
+            &format!("{dir}/tests/fixtures/soap/calculator.wsdl"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        errors.starts_with("error: ") && errors.contains("calculator.wsdl"),
+        "{errors}"
+    );
+}
+
+#[test]
 fn the_readme_configuration_example_is_valid() {
     let readme =
         std::fs::read_to_string(format!("{}/README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();

@@ -201,7 +201,7 @@ async fn an_imported_tool_calls_the_service_its_contract_describes() {
         json!({"order": {
             "id": 9, "status": "open", "placed": "2026-12-03T10:00:00Z", "note": null,
             "line": [{"sku": "AB-123", "qty": 2, "price": {"value": 4.5, "currency": "EUR"}}],
-            "total": {"value": 9, "currency": "EUR"}, "pickup_store": "Lisbon",
+            "total": {"value": 9.0, "currency": "EUR"}, "pickup_store": "Lisbon",
         }})
     );
     let sent = String::from_utf8_lossy(&stub.only().body).into_owned();
@@ -209,4 +209,142 @@ async fn an_imported_tool_calls_the_service_its_contract_describes() {
         sent.contains("<tns:GetOrder><tns:OrderId>9</tns:OrderId></tns:GetOrder>"),
         "{sent}"
     );
+}
+
+// === OpenAPI ===
+
+fn openapi_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openapi/petstore.yaml")
+}
+
+#[test]
+fn the_petstore_imports_into_a_checked_configuration_and_reports_what_it_cannot_map() {
+    let options = sluice::contract::OpenApiOptions {
+        tenant: "imported".into(),
+        ..Default::default()
+    };
+    let (text, notes) = sluice::contract::import_openapi(&openapi_fixture(), &options)
+        .unwrap_or_else(|problems| panic!("{problems:?}"));
+    snapshot_at(&openapi_fixture().with_extension("toml.snap"), &text);
+    snapshot_at(
+        &openapi_fixture().with_extension("tools.json.snap"),
+        &listing(&text),
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("upload_photo:") && n.contains("multipart/form-data")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.contains("\"X-API-Key\"")),
+        "the credential to fill in is named: {notes:?}"
+    );
+    let dir = TempDir::new("openapi-check");
+    let path = dir.join("sluice.toml");
+    std::fs::write(&path, &text).expect("write");
+    let mut out = Vec::new();
+    assert!(
+        sluice::catalog::check(&path, &mut out),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+
+    let swagger = dir.join("swagger.json");
+    std::fs::write(&swagger, r#"{"swagger":"2.0","paths":{}}"#).expect("write");
+    let problems = sluice::contract::import_openapi(&swagger, &options).expect_err("refused");
+    assert!(
+        problems[0].to_string().contains("only OpenAPI 3.0 and 3.1"),
+        "{problems:?}"
+    );
+}
+
+fn snapshot_at(path: &Path, got: &str) {
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(path, got).expect("write snapshot");
+        return;
+    }
+    let want = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        want == got,
+        "{} differs (UPDATE_SNAPSHOTS=1 rewrites it):\n--- want\n{want}\n--- got\n{got}",
+        path.display()
+    );
+}
+
+#[tokio::test]
+async fn imported_openapi_tools_call_a_server_implementing_the_spec() {
+    let pet = r#"{"id":7,"name":"Rex","status":"available","tags":["dog"],"born":null,"owner":{"email":"ann@example.com"},"chip":"x-internal"}"#;
+    let page: &'static str = Box::leak(format!(r#"{{"total":1,"pets":[{pet}]}}"#).into_boxed_str());
+    let api = Downstream::new()
+        .route(
+            "/v1/pets",
+            Answer::with(move |request| async move {
+                if request.method == http::Method::POST {
+                    full(201, r#"{"id":8,"name":"Tom","status":"pending","tags":[]}"#)
+                } else {
+                    full(200, page)
+                }
+            }),
+        )
+        .route("/v1/pets/7", Answer::Plain(200, pet))
+        .start()
+        .await;
+    let (text, _) = sluice::contract::import_openapi(
+        &openapi_fixture(),
+        &sluice::contract::OpenApiOptions {
+            tenant: "imported".into(),
+            ..Default::default()
+        },
+    )
+    .expect("import");
+    let text = text.replace("http://127.0.0.1:8701", &format!("http://{}", api.addr));
+    let server = TestServer::toml(&text).json_posts().start().await;
+    let call = |id: u64, tool: &'static str, args: Value| {
+        let server = &server;
+        async move {
+            let reply = server
+                .post("/runtime/imported/app/mcp", &[], &call_body(id, tool, args))
+                .await;
+            reply.json()["result"].clone()
+        }
+    };
+
+    let listed = call(
+        1,
+        "list_pets",
+        json!({"limit": 2, "status": "available", "tags": ["a", "b"]}),
+    )
+    .await;
+    assert_eq!(listed["isError"], false, "{listed}");
+    assert_eq!(
+        listed["structuredContent"],
+        json!({"total": 1, "pets": [{"id": 7, "name": "Rex", "status": "available", "tags": ["dog"], "born": null, "owner": {"email": "ann@example.com"}}]}),
+        "mapped fields only (no `chip`); a null `born` is kept as the nullable it is"
+    );
+    let seen = api.seen();
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("/v1/pets?limit=2&status=available&tags=a&tags=b")
+    );
+
+    let created = call(2, "create_pet", json!({"name": "Tom", "status": "pending", "x_request_source": "mcp", "owner": {"email": "t@example.com"}})).await;
+    assert_eq!(created["isError"], false, "{created}");
+    assert_eq!(created["structuredContent"]["id"], 8);
+    let request = api
+        .requests()
+        .into_iter()
+        .find(|r| r.method == http::Method::POST)
+        .expect("the POST");
+    assert_eq!(request.headers["x-request-source"], "mcp");
+    let body: Value = serde_json::from_slice(&request.body).expect("a JSON body");
+    assert_eq!(
+        body,
+        json!({"name": "Tom", "status": "pending", "owner": {"email": "t@example.com"}})
+    );
+
+    let one = call(3, "get_pet", json!({"pet_id": 7})).await;
+    assert_eq!(one["structuredContent"]["name"], "Rex", "{one}");
+    let missing = call(4, "create_pet", json!({"status": "sold"})).await;
+    assert_eq!(missing["isError"], true, "name is required: {missing}");
 }
