@@ -11,7 +11,7 @@ mod fault;
 #[cfg(any(test, feature = "test-util"))]
 pub mod props;
 pub(crate) mod read;
-mod write;
+pub(crate) mod write;
 
 use http::StatusCode;
 

@@ -9,8 +9,7 @@
 //!
 //! Also the checks only a SOAP tool has: QNames and their prefixes, attributes and `#text` as
 //! leaves, no nested arrays (XML repeats an element; it has no array of arrays), no
-//! `keep_unmapped_output`. Reading a secret (`config::resolve_secret`) is the one IO here, once
-//! per snapshot. Must not write or read XML per call: `invoke::soap` does.
+//! `keep_unmapped_output`. Secrets are slots: the invoke layer reads them (no IO here). Must not write or read XML per call: `invoke::soap` does.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +18,7 @@ use http::HeaderValue;
 use super::{FromChild, FromNode};
 use super::{PlanProblem, ToChild, ToNode, Translation};
 use crate::config::{
-    resolve_secret, FieldType, SoapDownstream, SoapHeader, SoapStyle, SoapVersion, WsSecurity,
+    FieldType, SecretRef, SoapDownstream, SoapHeader, SoapStyle, SoapVersion, WsSecurity,
 };
 
 /// The SOAP 1.1 envelope namespace.
@@ -59,8 +58,23 @@ pub struct SoapPlan {
     pub wrapped: bool,
     /// Declared fault detail elements.
     pub fault_details: Vec<XmlName>,
-    /// Texts a fault string must not show (the endpoint URL, header secrets, the password).
+    /// Texts a fault string must not show (the endpoint URL; the secrets are added when read).
     pub redact: Vec<Box<str>>,
+    /// The secrets of the header slots, in slot order (header fields, the WS-Security password).
+    pub secrets: Vec<SecretRef>,
+    /// Their values, read once by the invoke layer at the first call (`invoke::soap`): the
+    /// catalog reads no configuration source beyond the file.
+    pub secret_values: SecretValues,
+}
+
+/// The read secrets; `Debug` never shows them.
+#[derive(Clone, Default)]
+pub struct SecretValues(pub std::sync::OnceLock<Result<Vec<Box<str>>, String>>);
+
+impl std::fmt::Debug for SecretValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretValues([redacted])")
+    }
 }
 
 /// A piece of the envelope head.
@@ -70,6 +84,8 @@ pub enum HeadPart {
     Literal(Box<str>),
     /// The call's correlation id, escaped.
     CorrelationId,
+    /// The secret at this index of [`SoapPlan::secrets`], escaped.
+    Secret(u16),
 }
 
 /// An XML name: its namespace (none for unqualified elements and attributes) and local part.
@@ -279,6 +295,7 @@ pub(super) fn compile(
         }
     }
     let mut redact: Vec<Box<str>> = vec![soap.url.as_str().into()];
+    let mut secrets = Vec::new();
     let mut headers = String::new();
     for header in &soap.headers {
         write_header(
@@ -286,12 +303,12 @@ pub(super) fn compile(
             &mut names,
             soap.version,
             &mut headers,
-            &mut redact,
+            &mut secrets,
             problems,
         );
     }
     if let Some(wss) = &soap.ws_security {
-        write_ws_security(wss, soap.version, &mut headers, &mut redact, problems);
+        write_ws_security(wss, soap.version, &mut headers, &mut secrets, problems);
     }
     let (content_type, soap_action) = content_type(soap, problems);
     if problems.len() > before {
@@ -319,15 +336,22 @@ pub(super) fn compile(
     let mut head = Vec::new();
     if !headers.is_empty() {
         open.push_str("<soapenv:Header>");
-        // The correlation slots split the header text.
-        let mut parts = headers.split(CORRELATION_SLOT);
-        if let Some(first) = parts.next() {
-            open.push_str(first);
-        }
-        for part in parts {
+        // The slots split the header text: correlation ids and secrets, in order.
+        let mut secret = 0u16;
+        for ch in headers.chars() {
+            let slot = match ch {
+                CORRELATION_SLOT => HeadPart::CorrelationId,
+                SECRET_SLOT => {
+                    secret += 1;
+                    HeadPart::Secret(secret - 1)
+                }
+                ch => {
+                    open.push(ch);
+                    continue;
+                }
+            };
             head.push(HeadPart::Literal(std::mem::take(&mut open).into()));
-            head.push(HeadPart::CorrelationId);
-            open.push_str(part);
+            head.push(slot);
         }
         open.push_str("</soapenv:Header>");
     }
@@ -359,12 +383,17 @@ pub(super) fn compile(
         wrapped: soap.style != SoapStyle::Document,
         fault_details,
         redact,
+        secrets,
+        secret_values: SecretValues::default(),
     })
 }
 
 /// Marks where the correlation id goes while headers are written as one text (a character
 /// no escaped XML text contains).
 const CORRELATION_SLOT: char = '\u{0}';
+
+/// Marks where the next secret goes.
+const SECRET_SLOT: char = '\u{1}';
 
 fn push_xmlns(out: &mut String, prefix: &str, ns: &str) {
     out.push_str(" xmlns:");
@@ -548,7 +577,7 @@ fn write_header(
     names: &mut Names<'_>,
     version: SoapVersion,
     out: &mut String,
-    redact: &mut Vec<Box<str>>,
+    secrets: &mut Vec<SecretRef>,
     problems: &mut Vec<PlanProblem>,
 ) {
     let written = match names.resolve(&header.element, names.op_ns.clone().as_ref()) {
@@ -597,20 +626,9 @@ fn write_header(
         } else if field.correlation_id {
             out.push(CORRELATION_SLOT);
         } else if let Some(secret) = field.secret() {
-            match resolve_secret(&secret) {
-                Ok(value) if !is_xml_text(&value) => problems.push(PlanProblem::tool(format!(
-                    "header {:?} field {:?}: the secret holds a character XML 1.0 cannot carry",
-                    header.element, field.name
-                ))),
-                Ok(value) => {
-                    escape_into(out, &value, false);
-                    redact.push(value.into());
-                }
-                Err(err) => problems.push(PlanProblem::tool(format!(
-                    "header {:?} field {:?}: {err}",
-                    header.element, field.name
-                ))),
-            }
+            // A slot: the invoke layer reads the secret (config reading stays out of the catalog).
+            out.push(SECRET_SLOT);
+            secrets.push(secret);
         }
         out.push_str("</");
         out.push_str(&child);
@@ -632,22 +650,14 @@ fn write_ws_security(
     wss: &WsSecurity,
     version: SoapVersion,
     out: &mut String,
-    redact: &mut Vec<Box<str>>,
+    secrets: &mut Vec<SecretRef>,
     problems: &mut Vec<PlanProblem>,
 ) {
-    let password = match resolve_secret(&wss.password()) {
-        Ok(password) if is_xml_text(&password) && is_xml_text(&wss.username) => password,
-        Ok(_) => {
-            problems.push(PlanProblem::tool(
-                "ws_security: the user name or password holds a character XML 1.0 cannot carry",
-            ));
-            return;
-        }
-        Err(err) => {
-            problems.push(PlanProblem::tool(format!("ws_security password: {err}")));
-            return;
-        }
-    };
+    if !is_xml_text(&wss.username) {
+        problems.push(PlanProblem::tool(
+            "ws_security: the user name holds a character XML 1.0 cannot carry",
+        ));
+    }
     out.push_str("<wsse:Security xmlns:wsse=\"");
     out.push_str(WSSE);
     out.push('"');
@@ -657,9 +667,9 @@ fn write_ws_security(
     out.push_str("</wsse:Username><wsse:Password Type=\"");
     out.push_str(PASSWORD_TEXT);
     out.push_str("\">");
-    escape_into(out, &password, false);
+    out.push(SECRET_SLOT);
+    secrets.push(wss.password());
     out.push_str("</wsse:Password></wsse:UsernameToken></wsse:Security>");
-    redact.push(password.into());
 }
 
 /// The version's `Content-Type` and, for 1.1, the quoted `SOAPAction`.

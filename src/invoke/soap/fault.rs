@@ -60,9 +60,11 @@ impl Fault {
     /// Builds the fault of `soap`'s tool from its parts.
     pub(crate) fn from_parts(parts: &FaultParts<'_>, soap: &SoapPlan) -> Self {
         let code = parts.code.map(local_part).unwrap_or("Server");
+        // The endpoint and every secret the envelope carried are never shown.
+        let secrets = super::write::secret_values(soap).unwrap_or(&[]);
         let string = parts
             .string
-            .map(|s| clean(s, &soap.redact))
+            .map(|s| clean(s, soap.redact.iter().chain(secrets)))
             .unwrap_or_default();
         let mut json = BytesMut::with_capacity(96 + string.len());
         json.put_slice(b"{\"faultcode\":");
@@ -92,10 +94,10 @@ fn local_part(qname: &str) -> &str {
 }
 
 /// The first line, bounded, with the tool's endpoint and secrets replaced.
-fn clean(text: &str, redact: &[Box<str>]) -> String {
+fn clean<'a>(text: &str, redact: impl Iterator<Item = &'a Box<str>>) -> String {
     let line = text.trim().lines().next().unwrap_or("").trim();
     let mut line = line.to_owned();
-    for secret in redact {
+    for secret in redact.filter(|s| !s.is_empty()) {
         if line.contains(&**secret) {
             line = line.replace(&**secret, "[redacted]");
         }

@@ -488,3 +488,48 @@ fn the_fuzz_corpus_replays() {
     }
     assert!(n_files >= 8, "corpus has only {n_files} files");
 }
+
+#[test]
+fn ws_security_reads_its_password_at_the_first_call_and_faults_never_show_it() {
+    let dir = std::env::temp_dir().join(format!("sluice-soap-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("password");
+    std::fs::write(&file, "s3cr&t\n").expect("write");
+    let text = ORDERS.replace(
+        "fault_details = [\"OrderFault\"]",
+        &format!(
+            "fault_details = [\"OrderFault\"]\nws_security = {{ username = \"svc\", secret_file = {:?} }}",
+            file.display().to_string()
+        ),
+    );
+    let plan = plan(&text);
+    // Nothing was read while compiling: the plan holds a slot.
+    assert!(plan
+        .soap
+        .as_ref()
+        .is_some_and(|s| s.secret_values.0.get().is_none()));
+    let (_, _, body) = request(&plan, r#"{"order_id":1}"#).expect("request");
+    assert!(
+        body.contains("<wsse:Username>svc</wsse:Username><wsse:Password Type=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordText\">s3cr&amp;t</wsse:Password>"),
+        "{body}"
+    );
+    assert!(
+        !format!("{plan:?}").contains("s3cr&t"),
+        "Debug shows no secret"
+    );
+    let xml = envelope11(
+        "<s:Fault><faultcode>s:Server</faultcode><faultstring>login s3cr&amp;t refused</faultstring></s:Fault>",
+    );
+    assert_eq!(
+        result(&plan, &xml).map(|v| v["fault"]["faultstring"].clone()),
+        Ok(json!("login [redacted] refused"))
+    );
+    // A secret that cannot be read fails the call as a request that cannot be built.
+    let missing = text.replace(&file.display().to_string(), "/nonexistent/sluice/secret");
+    let err = request(&self::plan(&missing), r#"{"order_id":1}"#).expect_err("no secret");
+    assert_eq!(
+        err.safe_message(),
+        "The downstream request could not be built."
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

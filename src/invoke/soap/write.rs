@@ -29,6 +29,11 @@ pub(crate) fn write_envelope(
     root: &[Out<'_>],
     correlation: &[u8],
 ) -> Result<(), InvokeError> {
+    let secrets = if soap.secrets.is_empty() {
+        &[][..]
+    } else {
+        secret_values(soap)?
+    };
     for part in &soap.head {
         match part {
             HeadPart::Literal(text) => buf.put_slice(text.as_bytes()),
@@ -36,6 +41,10 @@ pub(crate) fn write_envelope(
                 // A header value is visible ASCII: only markup characters need escaping.
                 let text = std::str::from_utf8(correlation).unwrap_or("");
                 escape(buf, text, false);
+            }
+            HeadPart::Secret(i) => {
+                let value = secrets.get(usize::from(*i)).map_or("", |v| &**v);
+                escape(buf, value, false);
             }
         }
     }
@@ -73,6 +82,27 @@ fn write_content(
         }
     }
     Ok(())
+}
+
+/// The plan's header secrets, read from their environment variables or files at the first call
+/// and kept with the plan (a reload compiles a new plan, so a rotated secret is read again). A
+/// secret that cannot be read, or holds a character XML cannot carry, fails the call as a
+/// request that cannot be built; `sluice check` reports it first.
+pub(crate) fn secret_values(soap: &SoapPlan) -> Result<&[Box<str>], InvokeError> {
+    let values = soap.secret_values.0.get_or_init(|| {
+        soap.secrets
+            .iter()
+            .map(|secret| match crate::config::resolve_secret(secret) {
+                Ok(value) if is_xml_text(&value) => Ok(value.into_boxed_str()),
+                Ok(_) => Err("a SOAP header secret holds a character XML cannot carry".to_owned()),
+                Err(err) => Err(format!("a SOAP header secret: {err}")),
+            })
+            .collect()
+    });
+    match values {
+        Ok(values) => Ok(values),
+        Err(err) => Err(InvokeError::Request(err.clone().into())),
+    }
 }
 
 /// One element named `name` holding `out`.
