@@ -53,25 +53,6 @@ fn json_answer() -> String {
     format!(r#"{{"records":[{}]}}"#, records.join(","))
 }
 
-fn soap_answer() -> String {
-    let mut records = String::new();
-    for i in 1..=N_RECORDS {
-        records.push_str(&format!(
-            "<c:Customer id=\"{i}\"><c:Name>Customer {i} &amp; Sons</c:Name>\
-             <c:Email>customer{i}@example.com</c:Email><c:Phone>+351 21 000 00{i:02}</c:Phone>\
-             <c:City>Lisbon</c:City><c:Segment>retail</c:Segment>\
-             <c:Balance>{i}23.45</c:Balance><c:Active>{}</c:Active></c:Customer>",
-            i % 2 == 0
-        ));
-    }
-    format!(
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?><soap:Envelope \
-         xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>\
-         <c:ListCustomersResponse xmlns:c=\"urn:crm\"><c:ListCustomersResult>{records}\
-         </c:ListCustomersResult></c:ListCustomersResponse></soap:Body></soap:Envelope>"
-    )
-}
-
 /// (REST source, SOAP source, exposed, type) of the eight fields.
 const FIELDS: &[(&str, &str, &str, &str)] = &[
     (
@@ -172,7 +153,7 @@ exposed = "segment"
 
 async fn stub(listener: TcpListener) {
     let json = Bytes::from(json_answer());
-    let soap = Bytes::from(soap_answer());
+    let soap = Bytes::from(common::soap::answer(N_RECORDS));
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let (json, soap) = (json.clone(), soap.clone());
         async move {

@@ -15,6 +15,8 @@
 //!
 //! Run: `cargo bench --bench soap_codec`. Target (issue 18): sluice ≥ 3× its baseline in both.
 
+mod common;
+
 use std::hint::black_box;
 
 use bytes::Bytes;
@@ -77,26 +79,6 @@ const RECORD: &[(&str, &str, &str)] = &[
     ("Balance", "balance", "number"),
     ("Active", "active", "boolean"),
 ];
-
-/// The answer: `n` records.
-pub fn answer(n: usize) -> String {
-    let mut records = String::new();
-    for i in 1..=n {
-        records.push_str(&format!(
-            "<c:Customer id=\"{i}\"><c:Name>Customer {i} &amp; Sons</c:Name>\
-             <c:Email>customer{i}@example.com</c:Email><c:Phone>+351 21 000 00{i:02}</c:Phone>\
-             <c:City>Lisbon</c:City><c:Segment>retail</c:Segment>\
-             <c:Balance>{i}23.45</c:Balance><c:Active>{}</c:Active></c:Customer>",
-            i % 2 == 0
-        ));
-    }
-    format!(
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?><soap:Envelope \
-         xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body>\
-         <c:ListCustomersResponse xmlns:c=\"urn:crm\"><c:ListCustomersResult>{records}\
-         </c:ListCustomersResult></c:ListCustomersResponse></soap:Body></soap:Envelope>"
-    )
-}
 
 /// The write side: eleven arguments, one of them a list of objects.
 const WRITE_TOOL: &str = r#"
@@ -314,7 +296,7 @@ fn naive_write(args: &Value) -> String {
 fn codec(c: &mut Criterion) {
     let invoker = Invoker::new(InvokerConfig::default());
     let read_plan = plan(READ_TOOL);
-    let xml = answer(10);
+    let xml = common::soap::answer(10);
     let bytes = Bytes::from(xml.clone());
 
     // Both sides read the same records.

@@ -4,9 +4,12 @@
 //! HTTP/1.1 plumbing their peers use (a keep-alive client connection, a server accept loop).
 //!
 //! Each bench includes it with `mod common;`, so an item a bench does not use is allowed to be
-//! dead there. Owns only measurement plumbing: workloads, servers and reports stay in the benches.
+//! dead there. Owns only measurement plumbing (and, in `soap.rs`, the one answer the SOAP benches
+//! share): workloads, servers and reports stay in the benches.
 
 #![allow(dead_code)]
+
+pub(crate) mod soap;
 
 use std::net::SocketAddr;
 use std::time::Instant;

@@ -294,6 +294,31 @@ impl Downstream {
 }
 
 impl FieldRule {
+    /// A rule with only its paths, type and location set (for tests).
+    #[cfg(test)]
+    pub(crate) fn plain(source: &str, exposed: &str, ty: FieldType, location: Location) -> Self {
+        FieldRule {
+            source: source.into(),
+            exposed: exposed.into(),
+            ty,
+            items: None,
+            required: false,
+            description: None,
+            format: None,
+            enum_values: None,
+            additional_properties: None,
+            location,
+            nillable: false,
+            pattern: None,
+            min_length: None,
+            max_length: None,
+            minimum: None,
+            maximum: None,
+            min_items: None,
+            max_items: None,
+        }
+    }
+
     /// The element type of a path ending in `[*]`.
     pub(crate) fn element_type(&self) -> FieldType {
         match self.ty {

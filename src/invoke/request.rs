@@ -248,26 +248,7 @@ mod tests {
     };
 
     fn rule(source: &str, exposed: &str, ty: FieldType, location: Location) -> FieldRule {
-        FieldRule {
-            source: source.into(),
-            exposed: exposed.into(),
-            ty,
-            items: None,
-            required: false,
-            description: None,
-            format: None,
-            enum_values: None,
-            additional_properties: None,
-            location,
-            nillable: false,
-            pattern: None,
-            min_length: None,
-            max_length: None,
-            minimum: None,
-            maximum: None,
-            min_items: None,
-            max_items: None,
-        }
+        FieldRule::plain(source, exposed, ty, location)
     }
 
     fn plan(method: &str, url: &str, inputs: Vec<FieldRule>) -> ToolPlan {

@@ -449,24 +449,8 @@ mod tests {
 
     fn rule(source: &str, exposed: &str, ty: FieldType, required: bool) -> FieldRule {
         FieldRule {
-            source: source.into(),
-            exposed: exposed.into(),
-            ty,
-            items: None,
             required,
-            description: None,
-            format: None,
-            enum_values: None,
-            additional_properties: None,
-            location: Location::Body,
-            nillable: false,
-            pattern: None,
-            min_length: None,
-            max_length: None,
-            minimum: None,
-            maximum: None,
-            min_items: None,
-            max_items: None,
+            ..FieldRule::plain(source, exposed, ty, Location::Body)
         }
     }
 

@@ -3,26 +3,7 @@ use super::*;
 use crate::config::{FieldRule, FieldType, Location, RestDownstream};
 
 fn rule(source: &str, exposed: &str, ty: FieldType, location: Location) -> FieldRule {
-    FieldRule {
-        source: source.into(),
-        exposed: exposed.into(),
-        ty,
-        items: None,
-        required: false,
-        description: None,
-        format: None,
-        enum_values: None,
-        additional_properties: None,
-        location,
-        nillable: false,
-        pattern: None,
-        min_length: None,
-        max_length: None,
-        minimum: None,
-        maximum: None,
-        min_items: None,
-        max_items: None,
-    }
+    FieldRule::plain(source, exposed, ty, location)
 }
 
 fn tool(method: &str, url: &str, inputs: Vec<FieldRule>) -> Tool {

@@ -85,11 +85,21 @@ pub(crate) fn round_trip_plan() -> &'static ToolPlan {
 
 /// The envelope `plan` writes for the JSON arguments `args`.
 pub(crate) fn envelope(plan: &ToolPlan, args: &[u8]) -> Result<String, InvokeError> {
+    request_parts(plan, args, CorrelationStrategy::None).map(|(_, _, body)| body)
+}
+
+/// The request `plan` makes of the JSON arguments `args`: its `Content-Type`, its `SOAPAction`
+/// (empty when absent) and its body.
+pub(crate) fn request_parts(
+    plan: &ToolPlan,
+    args: &[u8],
+    strategy: CorrelationStrategy,
+) -> Result<(String, String, String), InvokeError> {
     let mut bytes = args.to_vec();
     let value = simd_json::to_borrowed_value(&mut bytes)
         .map_err(|_| InvokeError::Request("arguments are not JSON".into()))?;
     let policy = CorrelationPolicy {
-        strategy: CorrelationStrategy::None,
+        strategy,
         header: CORRELATION_ID_HEADER,
     };
     let request = build_request(
@@ -99,10 +109,21 @@ pub(crate) fn envelope(plan: &ToolPlan, args: &[u8]) -> Result<String, InvokeErr
         &value,
         UnknownFields::Ignore,
     )?;
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (content_type, action) = (header("content-type"), header("soapaction"));
     let body = ready(request.into_body().collect())
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    String::from_utf8(body.to_vec()).map_err(|_| InvokeError::Request("not UTF-8".into()))
+    let body =
+        String::from_utf8(body.to_vec()).map_err(|_| InvokeError::Request("not UTF-8".into()))?;
+    Ok((content_type, action, body))
 }
 
 /// A `Full` body is ready at once: one poll collects it.

@@ -2,7 +2,6 @@
 //! answer → result) for arbitrary values of every supported shape.
 
 use bytes::BytesMut;
-use http_body_util::BodyExt;
 use proptest::prelude::*;
 use serde_json::{json, Value as Json};
 
@@ -10,9 +9,7 @@ use super::props::{as_answer, round_trip_plan};
 use super::read::{read_answer, Answer, ReadError};
 use crate::catalog::plan::ToolPlan;
 use crate::config::{CorrelationStrategy, Tool};
-use crate::invoke::request::build_request;
-use crate::invoke::translate::UnknownFields;
-use crate::invoke::{CallContext, CorrelationPolicy, InvokeError, CORRELATION_ID_HEADER};
+use crate::invoke::InvokeError;
 
 /// The orders operation: wrapped document/literal, qualified, with every member kind.
 const ORDERS: &str = r#"
@@ -103,36 +100,11 @@ fn problems(text: &str) -> Vec<String> {
 
 /// The request `args` makes: its headers of interest and the envelope.
 fn request(plan: &ToolPlan, args: &str) -> Result<(String, String, String), InvokeError> {
-    let mut bytes = args.as_bytes().to_vec();
-    let value = simd_json::to_borrowed_value(&mut bytes).expect("json");
-    let policy = CorrelationPolicy {
-        strategy: CorrelationStrategy::ExternalOrExecutionId,
-        header: CORRELATION_ID_HEADER,
-    };
-    let request = build_request(
+    super::props::request_parts(
         plan,
-        &policy,
-        &CallContext::new(None),
-        &value,
-        UnknownFields::Ignore,
-    )?;
-    let header = |name: &str| {
-        request
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned()
-    };
-    let (content_type, action) = (header("content-type"), header("soapaction"));
-    let body = futures::executor::block_on(request.into_body().collect())
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    Ok((
-        content_type,
-        action,
-        String::from_utf8(body.to_vec()).expect("utf-8"),
-    ))
+        args.as_bytes(),
+        CorrelationStrategy::ExternalOrExecutionId,
+    )
 }
 
 /// Reads `xml` as the answer and translates it with the plan's output rules.
