@@ -208,7 +208,6 @@ pub fn answer(data: &[u8]) {
 /// JSON equality: numbers by value (`1.0` is `1`: the writer writes an integral number as an
 /// integer), the rest structurally.
 fn same(a: &simd_json::OwnedValue, b: &simd_json::OwnedValue) -> bool {
-    use simd_json::prelude::ValueObjectAccess;
     use simd_json::{OwnedValue as V, StaticNode as N};
     let number = |v: &V| match v {
         V::Static(N::I64(n)) => Some(*n as f64),
