@@ -19,7 +19,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Method};
 
 pub(crate) use soap::{
-    check_ncname, is_xml_text, HeadPart, SoapPlan, XmlChild, XmlKind, XmlNode, SOAP11_ENV,
+    check_ncname, escape, is_xml_text, HeadPart, SoapPlan, XmlChild, XmlKind, XmlNode, SOAP11_ENV,
     SOAP12_ENV, XSI,
 };
 pub(crate) use translate::{FromChild, FromNode, Leaf, Step, ToChild, ToNode, Translation};

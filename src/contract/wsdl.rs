@@ -498,15 +498,7 @@ fn operation_tool<'d, 't>(
     let inputs = rules_of(Side::Input, &in_parts, problems, wrapped);
     // The answer is read the same way: inside the response element, or from the body.
     let out_wrapped = !rpc && out_parts.len() == 1 && wrapped;
-    let outputs = if rpc || out_wrapped {
-        if rpc {
-            rules_of(Side::Output, &out_parts, problems, false)
-        } else {
-            rules_of(Side::Output, &out_parts, problems, true)
-        }
-    } else {
-        rules_of(Side::Output, &out_parts, problems, false)
-    };
+    let outputs = rules_of(Side::Output, &out_parts, problems, out_wrapped);
     let mut fault_details = Vec::new();
     for fault in wsdl_children(op, "fault") {
         let Some(msg) = fault.attribute("message") else {
@@ -583,14 +575,8 @@ fn operation_tool<'d, 't>(
         tool_notes.push(note.clone());
         notes.push(format!("{name}: {note}"));
     }
-    let description = documentation(op)
-        .or_else(|| {
-            op.children()
-                .find(|n| n.tag_name().name() == "documentation")
-                .and_then(|d| d.text())
-                .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
-        })
-        .unwrap_or_else(|| format!("The {op_name} operation."));
+    // `documentation` reads `wsdl:documentation` (a direct child) as well as XSD annotations.
+    let description = documentation(op).unwrap_or_else(|| format!("The {op_name} operation."));
     let first_word = name.split('_').next().unwrap_or("");
     Some(ToolSpec {
         published: options.include_writes || !WRITE_VERBS.contains(&first_word),

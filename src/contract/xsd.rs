@@ -221,8 +221,8 @@ impl<'d, 't> Fields<'_, 'd, 't> {
     /// what the wrapper of a document/literal wrapped operation holds.
     pub(crate) fn content_of(&mut self, element: Node<'d, 't>) {
         let at = At::root();
-        if let Some((ty, key)) = self.type_of(element) {
-            self.typed(ty, key, &at);
+        if let Some((ty, _)) = self.type_of(element) {
+            self.typed(ty, &at);
         }
     }
 
@@ -243,7 +243,7 @@ impl<'d, 't> Fields<'_, 'd, 't> {
             if ty.tag_name().name() == "complexType" {
                 at.types.push(key);
             }
-            self.typed(ty, Some(key), &at);
+            self.typed(ty, &at);
         } else {
             self.problem(part, format!("type {type_name:?} is not declared"));
         }
@@ -275,16 +275,12 @@ impl<'d, 't> Fields<'_, 'd, 't> {
     }
 
     /// A type's content at `at`: a simple type is a leaf, a complex type its members.
-    fn typed(&mut self, ty: Node<'d, 't>, key: Option<Key<'d>>, at: &At<'d>) {
-        match ty.tag_name().name() {
-            "simpleType" => {
-                let simple = self.simple(ty);
-                self.leaf(at, simple, documentation(ty), false);
-            }
-            _ => {
-                let _ = key;
-                self.complex(ty, at);
-            }
+    fn typed(&mut self, ty: Node<'d, 't>, at: &At<'d>) {
+        if ty.tag_name().name() == "simpleType" {
+            let simple = self.simple(ty);
+            self.leaf(at, simple, documentation(ty), false);
+        } else {
+            self.complex(ty, at);
         }
     }
 

@@ -26,19 +26,9 @@ fn options() -> WsdlOptions {
     }
 }
 
-/// Compares `got` with the snapshot file, or rewrites it under `UPDATE_SNAPSHOTS=1`.
+/// Compares `got` with the snapshot file `name` of the SOAP fixtures.
 fn snapshot(name: &str, got: &str) {
-    let path = fixture(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, got).expect("write snapshot");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        want == got,
-        "{} differs (UPDATE_SNAPSHOTS=1 rewrites it):\n--- want\n{want}\n--- got\n{got}",
-        path.display()
-    );
+    snapshot_at(&fixture(name), got);
 }
 
 /// The tools/list of client `app` of the imported configuration, pretty-printed.
@@ -259,6 +249,7 @@ fn the_petstore_imports_into_a_checked_configuration_and_reports_what_it_cannot_
     );
 }
 
+/// Compares `got` with the snapshot file at `path`, or rewrites it under `UPDATE_SNAPSHOTS=1`.
 fn snapshot_at(path: &Path, got: &str) {
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(path, got).expect("write snapshot");

@@ -711,16 +711,35 @@ pub(crate) fn is_xml_text(text: &str) -> bool {
     })
 }
 
-/// Escapes XML text (`&`, `<`, `>`; in attributes also `"`) into `out`.
-pub(crate) fn escape_into(out: &mut String, text: &str, attribute: bool) {
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if attribute => out.push_str("&quot;"),
-            '\r' => out.push_str("&#13;"),
-            c => out.push(c),
-        }
+/// Escapes `&`, `<`, `>` (and `"` in attributes; CR, and tab and LF in attributes, as
+/// character references so they survive end-of-line and attribute normalization), copying runs
+/// of plain bytes at once: the one XML escaper, of the plan's constants and of each call's values
+/// (`invoke/soap/write.rs`).
+pub(crate) fn escape<B: bytes::BufMut>(buf: &mut B, text: &str, attribute: bool) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let replacement: &[u8] = match b {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' if attribute => b"&quot;",
+            b'\r' => b"&#13;",
+            b'\n' if attribute => b"&#10;",
+            b'\t' if attribute => b"&#9;",
+            _ => continue,
+        };
+        buf.put_slice(&bytes[start..i]);
+        buf.put_slice(replacement);
+        start = i + 1;
     }
+    buf.put_slice(&bytes[start..]);
+}
+
+/// [`escape`] into a `String` (compile time only).
+fn escape_into(out: &mut String, text: &str, attribute: bool) {
+    let mut bytes = Vec::with_capacity(text.len());
+    escape(&mut bytes, text, attribute);
+    // Valid UTF-8 with ASCII replacements is valid UTF-8.
+    out.push_str(&String::from_utf8_lossy(&bytes));
 }

@@ -13,7 +13,7 @@ use bytes::{BufMut, BytesMut};
 use simd_json::{BorrowedValue as Value, StaticNode};
 
 use crate::catalog::plan::{
-    check_ncname, is_xml_text, HeadPart, SoapPlan, XmlChild, XmlKind, XmlNode,
+    check_ncname, escape, is_xml_text, HeadPart, SoapPlan, XmlChild, XmlKind, XmlNode,
 };
 use crate::invoke::error::{ArgumentProblem, InvokeError};
 use crate::invoke::translate::{integral, Out};
@@ -272,28 +272,4 @@ fn scalar(buf: &mut BytesMut, value: &Value<'_>, attribute: bool) -> Result<(), 
         Value::Array(_) | Value::Object(_) => return Err(not_xml()),
     }
     Ok(())
-}
-
-/// Escapes `&`, `<`, `>` (and `"` in attributes; CR, and tab and LF in attributes, as
-/// character references so they survive end-of-line and attribute normalization), copying
-/// runs of plain bytes at once.
-pub(crate) fn escape(buf: &mut BytesMut, text: &str, attribute: bool) {
-    let bytes = text.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let replacement: &[u8] = match b {
-            b'&' => b"&amp;",
-            b'<' => b"&lt;",
-            b'>' => b"&gt;",
-            b'"' if attribute => b"&quot;",
-            b'\r' => b"&#13;",
-            b'\n' if attribute => b"&#10;",
-            b'\t' if attribute => b"&#9;",
-            _ => continue,
-        };
-        buf.put_slice(&bytes[start..i]);
-        buf.put_slice(replacement);
-        start = i + 1;
-    }
-    buf.put_slice(&bytes[start..]);
 }
