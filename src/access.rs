@@ -21,8 +21,10 @@ use crate::audit::{Audit, CallType, Outcome, Record, Surface};
 use crate::auth::{self, challenge, prm, AuthError, Authenticator, Caller};
 use crate::catalog::{ClientView, Snapshot};
 use crate::http::guard::Guard;
+use crate::http::server::Peer;
 use crate::http::{Error, Target};
 use crate::invoke::correlation::{external_from_headers, ExternalCorrelationId};
+use crate::ratelimit::{AuthThrottle, Call, Limiter, Verdict};
 
 /// Which endpoint of a tenant's client application a request addresses; decides the resource
 /// URL (the default JWT audience) and the metadata a challenge points at.
@@ -95,24 +97,32 @@ pub struct Access {
     /// The `Host` allowlist and the server's own origins.
     guard: Guard,
     audit: Audit,
+    /// The tenants' rate limits on tool calls.
+    limiter: Limiter,
+    /// Failed authentication attempts per source address and key id.
+    throttle: AuthThrottle,
 }
 
 impl Access {
     /// A gate validating API keys with `pepper`, building URLs on `public_base`, checking `Host`
     /// and `Origin` with `guard`.
-    pub fn new(
+    pub(crate) fn new(
         authenticator: Authenticator,
         public_base: &str,
         guard: Guard,
         audit: Audit,
+        (limiter, throttle): (Limiter, AuthThrottle),
     ) -> Self {
         Self {
             authenticator,
             public_base: public_base.trim_end_matches('/').into(),
             guard,
             audit,
+            limiter,
+            throttle,
         }
     }
+
 
     /// The `Host` and `Origin` guard (preflights and CORS decoration use it too).
     pub(crate) fn guard(&self) -> &Guard {
@@ -124,6 +134,7 @@ impl Access {
     /// decides the CORS headers), so it is not checked twice.
     pub(crate) async fn admit(
         &self,
+        peer: &Peer,
         parts: &Parts,
         target: &Target<'_>,
         endpoint: Endpoint,
@@ -136,12 +147,14 @@ impl Access {
         let Some(view) = snapshot.client(&target.tenant, &target.client) else {
             return Err(unknown_client());
         };
+        let key_id = platform_key_id(&parts.headers);
+        self.check_throttle(peer, key_id)?;
         // The auth duration is only audited, so the clock is read only when auditing.
         let started = self.audit.is_enabled().then(Instant::now);
         let resource = || self.resource_url(&target.tenant, &target.client, endpoint);
         match self
             .authenticator
-            .authenticate_with(&parts.headers, view, resource)
+            .authenticate_with(&parts.headers, peer.certificate.as_deref(), view, resource)
             .await
         {
             Ok(caller) => Ok(Admitted {
@@ -152,6 +165,7 @@ impl Access {
                 external: None,
             }),
             Err(err) => {
+                self.record_failure(peer, key_id, &err);
                 self.audit_failure(parts, view, endpoint, &err, started)
                     .await;
                 Err(self.challenge(&err, view, endpoint))
@@ -166,6 +180,7 @@ impl Access {
     /// No API key (including a JWT, which cannot name a tenant here) → 401.
     pub(crate) async fn admit_platform(
         &self,
+        peer: &Peer,
         parts: &Parts,
         snapshot: Arc<Snapshot>,
         origin: Result<(), Error>,
@@ -181,12 +196,17 @@ impl Access {
             message: err.to_string().into(),
         };
         let key_id = platform_key_id(&parts.headers);
+        self.check_throttle(peer, key_id)?;
         let owner = key_id
             .and_then(|id| snapshot.key_owner(id))
             .cloned()
             .or_else(|| jwt_owner(&parts.headers, &snapshot));
         let Some(owner) = owner else {
-            let err = if key_id.is_some() || has_credential(&parts.headers) {
+            let presented = key_id.is_some() || has_credential(&parts.headers);
+            if presented {
+                self.throttle.failed(peer.addr.ip(), key_id);
+            }
+            let err = if presented {
                 AuthError::Invalid {
                     reason: "the platform endpoint takes an API key, or a JWT whose issuer's \
                              client_claim names a client application",
@@ -206,7 +226,7 @@ impl Access {
         let resource = || prm::resource_url(&self.public_base, crate::bos::PLATFORM_PATH);
         match self
             .authenticator
-            .authenticate_with(&parts.headers, view, resource)
+            .authenticate_with(&parts.headers, peer.certificate.as_deref(), view, resource)
             .await
         {
             Ok(caller) => Ok((
@@ -220,6 +240,7 @@ impl Access {
                 owner,
             )),
             Err(err) => {
+                self.record_failure(peer, key_id, &err);
                 self.audit_failure(parts, view, Endpoint::Mcp, &err, started)
                     .await;
                 Err(match &err {
@@ -230,6 +251,88 @@ impl Access {
                 })
             }
         }
+    }
+
+    /// 429 when the request's source address or claimed key id has failed authentication too
+    /// often (`[server.auth_failures]`), before its credential is looked at.
+    fn check_throttle(&self, peer: &Peer, key_id: Option<&str>) -> Result<(), Error> {
+        match self.throttle.refuses(peer.addr.ip(), key_id) {
+            None => Ok(()),
+            Some(retry_after) => Err(Error::RateLimited {
+                message: "too many failed authentication attempts".into(),
+                retry_after,
+                rule: None,
+                id: None,
+            }),
+        }
+    }
+
+    /// Counts a refused credential against its address and key id: a presented credential
+    /// that is wrong (not a missing one, nor a missing scope, nor unreachable signing keys).
+    fn record_failure(&self, peer: &Peer, key_id: Option<&str>, err: &AuthError) {
+        if matches!(err, AuthError::Invalid { .. } | AuthError::Expired) {
+            self.throttle.failed(peer.addr.ip(), key_id);
+        }
+    }
+
+    /// The gate of one tool call, after the request's own: the tool's own scope (403
+    /// `insufficient_scope`), then the tenant's rate limits the call matches (429 with
+    /// `Retry-After`, or 503 while the shared store is unreachable and a matched rule fails
+    /// closed; either is audited). Every surface calls it before the tool runs, so a refusal
+    /// is an HTTP status; `id` is the JSON-RPC id the refusal echoes.
+    pub(crate) async fn admit_call(
+        &self,
+        caller: &Caller,
+        view: &ClientView,
+        endpoint: Endpoint,
+        tool: &str,
+        id: Option<crate::jsonrpc::OwnedId>,
+    ) -> Result<(), Error> {
+        let scope = view.tool(tool).and_then(|t| t.def.scope.as_deref());
+        self.require_scope(caller, view, endpoint, scope)?;
+        let rules = view.rate_limits();
+        if rules.is_empty() {
+            return Ok(());
+        }
+        let call = Call {
+            tenant: view.tenant(),
+            client: view.client(),
+            caller: &caller.caller_id,
+            tool,
+        };
+        let (refusal, code) = match self.limiter.check(rules, call).await {
+            Verdict::Allowed => return Ok(()),
+            Verdict::Limited { rule, retry_after } => (
+                Error::RateLimited {
+                    message: format!("rate limit '{rule}' is exhausted").into(),
+                    retry_after,
+                    rule: Some(rule),
+                    id,
+                },
+                "429",
+            ),
+            Verdict::Unavailable { rule } => (
+                Error::Unavailable(
+                    format!("rate limit '{rule}' cannot be checked now (its store is unreachable)")
+                        .into(),
+                ),
+                "503",
+            ),
+        };
+        if self.audit.is_enabled() {
+            let record = Record::new(
+                endpoint.surface(),
+                CallType::ToolCall,
+                Arc::clone(view.tenant_id()),
+                Arc::clone(view.client_id()),
+                Arc::clone(&caller.caller_id),
+            )
+            .with_tool(tool)
+            .with_outcome(Outcome::Rejected, Some(code.to_owned()))
+            .with_detail(refusal.to_string());
+            self.audit.record(record).await;
+        }
+        Err(refusal)
     }
 
     /// 403 `insufficient_scope` unless `caller` holds `scope` (a tool's own scope).

@@ -1,7 +1,7 @@
 //! Authentication: turns the credential on a request into a [`Caller`], or an [`AuthError`].
 //!
-//! Owns credential dispatch (`Authorization: Bearer …`, or `X-API-Key`), static API keys
-//! ([`apikey`]), JWT bearer validation ([`jwt`]) against a cached JWKS ([`jwks`]), the
+//! Owns credential dispatch (`Authorization: Bearer …`, or `X-API-Key`, or the connection's
+//! client certificate), static API keys ([`apikey`]), client certificates ([`mtls`]), JWT bearer validation ([`jwt`]) against a cached JWKS ([`jwks`]), the
 //! `WWW-Authenticate` challenges of RFC 6750 / RFC 9728 ([`challenge`]) and the protected-resource
 //! metadata document ([`prm`]). sluice is an OAuth 2.1 resource server in the sense of MCP
 //! 2025-11-25, Authorization.
@@ -19,6 +19,7 @@ pub mod apikey;
 pub(crate) mod challenge;
 pub(crate) mod jwks;
 pub(crate) mod jwt;
+pub(crate) mod mtls;
 pub(crate) mod prm;
 #[cfg(any(test, feature = "test-util"))]
 pub mod props;
@@ -95,6 +96,8 @@ pub enum AuthMethod {
     ApiKey,
     /// A JWT bearer token from the tenant's authorization server.
     Jwt,
+    /// A verified TLS client certificate a `[[tenant.client.certificate]]` rule names.
+    Mtls,
     /// No credential, on a tenant with `anonymous = true`.
     Anonymous,
 }
@@ -105,6 +108,7 @@ impl AuthMethod {
         match self {
             AuthMethod::ApiKey => "apikey",
             AuthMethod::Jwt => "jwt",
+            AuthMethod::Mtls => "mtls",
             AuthMethod::Anonymous => "anonymous",
         }
     }
@@ -282,15 +286,18 @@ impl Authenticator {
         view: &ClientView,
         resource_url: &str,
     ) -> Result<Caller, AuthError> {
-        self.authenticate_with(headers, view, || resource_url.to_owned())
+        self.authenticate_with(headers, None, view, || resource_url.to_owned())
             .await
     }
 
     /// [`Authenticator::authenticate`] with the resource URL built only when a JWT needs it
-    /// (API keys and anonymous callers never do, so the hot path formats nothing).
+    /// (API keys and anonymous callers never do, so the hot path formats nothing), and the
+    /// connection's verified client certificate, if any: without a credential header it
+    /// authenticates when the client application registers it ([`mtls`]).
     pub(crate) async fn authenticate_with(
         &self,
         headers: &HeaderMap,
+        certificate: Option<&crate::http::tls::ClientCertificate>,
         view: &ClientView,
         resource_url: impl FnOnce() -> String,
     ) -> Result<Caller, AuthError> {
@@ -303,10 +310,13 @@ impl Authenticator {
                 let resource_url = resource_url();
                 jwt::validate(&self.jwks, token, settings, view, &resource_url).await?
             }
-            None if view.auth().anonymous => {
-                Caller::anonymous(Arc::clone(view.tenant_id()), Arc::clone(view.client_id()))
-            }
-            None => return Err(AuthError::Missing),
+            None => match certificate.map(|cert| mtls::caller(cert, view)).transpose()? {
+                Some(Some(caller)) => caller,
+                _ if view.auth().anonymous => {
+                    Caller::anonymous(Arc::clone(view.tenant_id()), Arc::clone(view.client_id()))
+                }
+                _ => return Err(AuthError::Missing),
+            },
         };
         require(&caller, &view.auth().required_scopes)?;
         Ok(caller)

@@ -11,7 +11,8 @@
 //!
 //! The model is one file per level: `server.rs` (`[server]`), `audit.rs` and `logging.rs` (its
 //! `audit` and `log` tables), `cluster.rs` (`[cluster]`), `tenant.rs` (`[[tenant]]`: clients,
-//! keys, auth, toolsets, assignments), `tool.rs` (tools, downstreams, field rules), `soap.rs` (SOAP downstreams), `path.rs`
+//! keys, auth, toolsets, assignments), `tool.rs` (tools, downstreams, field rules), `soap.rs` (SOAP downstreams), `tls.rs` (`[server.tls]`),
+//! `rate_limit.rs` (`[[tenant.rate_limit]]`, `[server.auth_failures]`), `path.rs`
 //! (field paths as rules write them). Every type is re-exported here: callers name
 //! `crate::config::ServerSettings`, never the file it lives in.
 //!
@@ -26,9 +27,11 @@ mod env;
 mod load;
 mod logging;
 mod path;
+mod rate_limit;
 mod server;
 mod soap;
 mod tenant;
+mod tls;
 mod tool;
 mod validate;
 
@@ -48,9 +51,11 @@ pub use load::{parse, LoadError, SyntaxError, MAX_CONFIG_BYTES};
 pub use logging::{LogFormat, LogSettings};
 pub use path::{FieldPath, PathError, Segment};
 pub use server::{PostFraming, ServerSettings, SourceResultsSettings};
+pub use rate_limit::{AuthFailureSettings, FailPolicy, Rate, RateDimension, RateLimitRule};
+pub use tls::{ClientAuth, TlsSettings};
 pub use soap::{SoapDownstream, SoapHeader, SoapHeaderField, SoapStyle, SoapVersion, WsSecurity};
 pub use tenant::{
-    ApiKey, Assignment, ClientApp, Correlation, CorrelationStrategy, JwtSettings, PromptMode,
+    ApiKey, Assignment, ClientApp, ClientCertificateRule, Correlation, CorrelationStrategy, JwtSettings, PromptMode,
     Tenant, TenantAuth, Toolset,
 };
 pub use tool::{

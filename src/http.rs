@@ -9,6 +9,8 @@
 //! - [`drain`]: the [`Drain`] signal and the shutdown phases.
 //! - `conn`: one connection's life: requests in progress, header read and idle timeouts, the
 //!   grace-end 503.
+//! - [`tls`]: TLS termination (`[server.tls]`), reloadable certificates, client certificate
+//!   identities.
 //! - [`router`]: path + method → [`Route`].
 //! - [`negotiate`]: `Accept` / `Content-Type`.
 //! - [`guard`]: the `Host` allowlist and the `Origin` check (DNS-rebinding protection).
@@ -27,6 +29,7 @@ pub mod negotiate;
 pub mod response;
 pub(crate) mod router;
 pub mod server;
+pub mod tls;
 
 pub use drain::Drain;
 pub(crate) use error::Error;

@@ -62,6 +62,7 @@ pub mod log_limit;
 pub mod mcp;
 pub mod metrics;
 pub mod protocol;
+pub(crate) mod ratelimit;
 pub(crate) mod rescue;
 pub(crate) mod rest;
 pub mod server;

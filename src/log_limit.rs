@@ -52,6 +52,8 @@ pub(crate) enum Kind {
     Backplane,
     /// Something published a malformed message on a backplane channel.
     MalformedBackplane,
+    /// The shared rate limit store (Redis) did not answer.
+    RateLimitStore,
 }
 
 /// One key's budget.

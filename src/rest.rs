@@ -208,12 +208,9 @@ impl Rest {
             None if is_discovery => None,
             None => return Err(Error::UnknownTool),
         };
-        self.access.require_scope(
-            &admitted.caller,
-            view,
-            Endpoint::Rest,
-            tool.and_then(|tool| tool.def.scope.as_deref()),
-        )?;
+        self.access
+            .admit_call(&admitted.caller, view, Endpoint::Rest, name, None)
+            .await?;
         let log_payloads = self.audit.is_enabled() && tool.is_some_and(|t| t.def.log_payloads);
 
         // A body with a declared type must be JSON; a missing Content-Type is read as JSON, as

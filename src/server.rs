@@ -33,10 +33,13 @@ use crate::audit::Audit;
 use crate::auth::Authenticator;
 use crate::catalog::Catalog;
 use crate::http::guard::Guard;
-use crate::http::{server, Drain};
+use crate::http::server::{self, Peer};
+use crate::http::tls::Tls;
+use crate::http::Drain;
 use crate::invoke::Invoker;
 use crate::mcp::Dispatcher;
 use crate::metrics::Metrics;
+use crate::ratelimit::{AuthThrottle, Counters, Limiter};
 use crate::rest::Rest;
 use crate::session::{Bus, Sessions};
 use crate::transport::stream::{
@@ -80,7 +83,10 @@ pub async fn serve(
     let drain = Drain::new();
     let public_base = match &config.public_url {
         Some(url) => url.trim_end_matches('/').to_owned(),
-        None => format!("http://{}", listener.local_addr()?),
+        None => {
+            let scheme = if config.tls.is_some() { "https" } else { "http" };
+            format!("{scheme}://{}", listener.local_addr()?)
+        }
     };
     // A local contract page is advertised under the public URL and served here.
     let mut dispatcher_config = config.dispatcher;
@@ -101,6 +107,18 @@ pub async fn serve(
         tracing::warn!(%err, "audit drop counter not exported");
     }
     let bound = listener.local_addr()?;
+    let (tls, tls_reloader) = match &config.tls {
+        None => (None, None),
+        Some(settings) => {
+            let tls = Arc::new(
+                Tls::load(settings)
+                    .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?,
+            );
+            register_tls_metrics(&metrics, &tls);
+            let task = tls_reload_task(Arc::clone(&tls), Arc::clone(&config.catalog));
+            (Some(tls), Some(task))
+        }
+    };
     let guard = Guard::new(
         &public_base,
         bound,
@@ -116,11 +134,24 @@ pub async fn serve(
              loopback names are served as Host (others get 421)"
         );
     }
+    // With [cluster], rate limit buckets live in Redis, so a limit holds across instances.
+    let limiter = match &config.cluster {
+        None => Limiter::local(config.rate_limit_max_buckets),
+        Some(redis) => {
+            let (connection, namespace) = redis
+                .shared()
+                .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
+            Limiter::shared(connection, namespace, redis.command_timeout)
+        }
+    };
+    let throttle = AuthThrottle::new(&config.auth_failures, Arc::clone(&limiter.counters));
+    register_rate_limit_metrics(&metrics, &limiter.counters);
     let access = Arc::new(Access::new(
         Authenticator::new(config.api_key_pepper.clone()),
         &public_base,
         guard,
         audit.clone(),
+        (limiter, throttle),
     ));
     let invoker = Arc::new(Invoker::new(config.invoker).with_metrics(Arc::clone(&metrics)));
     let dispatcher = Arc::new(
@@ -274,15 +305,31 @@ pub async fn serve(
         drain: drain.clone(),
         test_hooks: config.test_hooks,
     });
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+    let make_service = move |peer: Peer| {
         let state = Arc::clone(&state);
-        // Boxed: hyper keeps a connection's in-flight slot, sized for this future, for the
-        // connection's whole life, so the ~7 KB `handle` state machine inline would be paid by
-        // every idle connection, GET streams included (benches/e2e/memory.sh); the price is
-        // one allocation per request.
-        async move { Ok::<_, Infallible>(Box::pin(routes::handle(&state, req)).await) }
-    });
-    let result = server::run(listener, &config.limits, drain, service, shutdown).await;
+        let peer = Arc::new(peer);
+        hyper::service::service_fn(move |req: Request<Incoming>| {
+            let state = Arc::clone(&state);
+            let peer = Arc::clone(&peer);
+            // Boxed: hyper keeps a connection's in-flight slot, sized for this future, for the
+            // connection's whole life, so the ~7 KB `handle` state machine inline would be paid
+            // by every idle connection, GET streams included (benches/e2e/memory.sh); the price
+            // is one allocation per request.
+            async move { Ok::<_, Infallible>(Box::pin(routes::handle(&state, &peer, req)).await) }
+        })
+    };
+    let result = server::run(
+        listener,
+        &config.limits,
+        tls,
+        drain,
+        make_service,
+        shutdown,
+    )
+    .await;
+    if let Some(task) = tls_reloader {
+        task.abort();
+    }
     list_changed.abort();
     janitor.abort();
     a2a_janitor.abort();
@@ -293,4 +340,91 @@ pub async fn serve(
     // Everything recorded before the listener stopped reaches the sink.
     audit_writer.shutdown().await;
     result
+}
+
+/// The rate limit counters, exported.
+fn register_rate_limit_metrics(metrics: &Metrics, counters: &Counters) {
+    let exported = [
+        (
+            "sluice_rate_limited_total",
+            "Tool calls refused by a [[tenant.rate_limit]] rule (429).",
+            &counters.limited,
+        ),
+        (
+            "sluice_rate_limit_store_errors_total",
+            "Tool calls whose rate limits could not be checked in the shared store (each then \
+             followed its rule's on_store_error).",
+            &counters.store_errors,
+        ),
+        (
+            "sluice_auth_throttled_total",
+            "Requests refused (429) because their source address or key id failed \
+             authentication too often.",
+            &counters.auth_throttled,
+        ),
+    ];
+    for (name, help, counter) in exported {
+        if let Err(err) = metrics.register_counter(name, help, Arc::clone(counter)) {
+            tracing::warn!(%err, name, "rate limit counter not exported");
+        }
+    }
+}
+
+/// The TLS handshake counters, exported.
+fn register_tls_metrics(metrics: &Metrics, tls: &Tls) {
+    let counters = [
+        (
+            "sluice_tls_handshakes_total",
+            "TLS handshakes completed.",
+            &tls.handshakes,
+        ),
+        (
+            "sluice_tls_handshake_failures_total",
+            "TLS handshakes that failed or timed out (a missing required client certificate \
+             included).",
+            &tls.handshake_failures,
+        ),
+    ];
+    for (name, help, counter) in counters {
+        if let Err(err) = metrics.register_counter(name, help, Arc::clone(counter)) {
+            tracing::warn!(%err, name, "TLS counter not exported");
+        }
+    }
+}
+
+/// Re-reads the certificate files after every configuration reload (SIGHUP, `POST
+/// /admin/reload`, a reload relayed by another instance), from the paths the new snapshot's
+/// `[server.tls]` names. Files that do not load keep the certificate in use, with a warning.
+fn tls_reload_task(tls: Arc<Tls>, catalog: Arc<Catalog>) -> tokio::task::JoinHandle<()> {
+    let mut changes = catalog.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match changes.recv().await {
+                // A lagged receiver still reloads: the files are what matters, not the sets.
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+            let snapshot = catalog.current();
+            let Some(settings) = snapshot.settings().tls.clone() else {
+                tracing::warn!(
+                    "the reloaded configuration has no [server.tls]: TLS stays on with the \
+                     current certificate (restart to serve plain HTTP)"
+                );
+                continue;
+            };
+            let outcome = tokio::task::spawn_blocking({
+                let tls = Arc::clone(&tls);
+                move || tls.reload(&settings)
+            })
+            .await;
+            match outcome {
+                Ok(Ok(())) => tracing::info!("TLS certificate reloaded"),
+                Ok(Err(err)) => tracing::warn!(
+                    %err,
+                    "TLS certificate not reloaded; keeping the one in use"
+                ),
+                Err(err) => tracing::error!(%err, "TLS reload task failed"),
+            }
+        }
+    })
 }

@@ -47,6 +47,13 @@ impl<K, V, S: BuildHasher + Clone> Sharded<K, V, S> {
 }
 
 impl<K, V, S> Sharded<K, V, S> {
+    /// The index of the shard `bits` picks: a caller locking several shards at once locks them
+    /// in ascending index order, so two such callers never wait on each other.
+    #[inline]
+    pub(crate) fn index(&self, bits: u64) -> usize {
+        (bits as usize) & self.mask
+    }
+
     /// Locks the shard that `bits` picks (the low bits, so they must be well spread).
     #[inline]
     pub(crate) fn shard(&self, bits: u64) -> MutexGuard<'_, HashMap<K, V, S>> {

@@ -205,12 +205,10 @@ async fn send(call: &Call<'_>, params: Params, streaming: bool) -> Result<Answer
     if let Ok(tool_call) = tool::read_call(&message) {
         *call.tool.lock() = Some(tool_call.name.clone());
         let view = &call.admitted.view;
-        let scope = view
-            .tool(&tool_call.name)
-            .and_then(|tool| tool.def.scope.as_deref());
         call.agent
             .access
-            .require_scope(&call.admitted.caller, view, Endpoint::A2a, scope)
+            .admit_call(&call.admitted.caller, view, Endpoint::A2a, &tool_call.name, None)
+            .await
             .map_err(Fail::Http)?;
     }
     let inline_push = match &configuration.task_push_notification_config {

@@ -89,6 +89,8 @@ pub struct ClientView {
     auth: Arc<TenantAuth>,
     /// The tenant's A2A settings (shared by its clients).
     a2a: Arc<crate::config::TenantA2a>,
+    /// The tenant's rate limits that apply to this client.
+    rate_limits: crate::ratelimit::Rules,
 }
 
 impl ClientView {
@@ -106,6 +108,11 @@ impl ClientView {
     /// The client application id, shared.
     pub(crate) fn client_id(&self) -> &Arc<str> {
         &self.client
+    }
+
+    /// The tenant's `[[tenant.rate_limit]]` rules that apply to this client.
+    pub(crate) fn rate_limits(&self) -> &crate::ratelimit::Rules {
+        &self.rate_limits
     }
 
     /// The tenant's authentication settings; the client's API keys are in [`Self::app`].
@@ -390,6 +397,7 @@ impl Snapshot {
                     Arc::clone(&auth),
                 );
                 view.a2a = Arc::clone(&a2a);
+                view.rate_limits = crate::ratelimit::Rules::for_client(&tenant.rate_limits, &app.id);
                 clients.insert(view.client.clone(), Arc::new(view));
             }
             let bos = match crate::bos::BosContexts::build(&tenant.id, &tenant.bos_contexts, |c| {
@@ -657,6 +665,7 @@ fn client_view(
         log_list_payloads,
         auth,
         a2a: Arc::default(),
+        rate_limits: crate::ratelimit::Rules::default(),
     }
 }
 

@@ -134,6 +134,14 @@ pub struct ServerSettings {
     pub source_results: SourceResultsSettings,
     /// The A2A agent surface.
     pub a2a: super::A2aSettings,
+    /// TLS termination; plain HTTP when absent.
+    pub tls: Option<super::TlsSettings>,
+    /// Failed authentication attempts allowed per source address and per key id.
+    pub auth_failures: super::AuthFailureSettings,
+    /// Most rate limit buckets this process tracks without `[cluster]` (each distinct
+    /// tenant, rule and `per` values is one; about 100 bytes each). Past it, buckets whose
+    /// time has passed are forgotten first; a call whose bucket still finds no room passes.
+    pub rate_limit_max_buckets: usize,
     /// The audit trail.
     pub audit: AuditSettings,
     /// Process logs.
@@ -183,6 +191,9 @@ impl Default for ServerSettings {
             federated_max_records: 10_000,
             source_results: SourceResultsSettings::default(),
             a2a: super::A2aSettings::default(),
+            tls: None,
+            auth_failures: super::AuthFailureSettings::default(),
+            rate_limit_max_buckets: 100_000,
             audit: AuditSettings::default(),
             log: LogSettings::default(),
         }

@@ -31,6 +31,9 @@ pub struct Tenant {
     /// Contexts callers may act in on the BOS platform endpoint (`/mcp/apps/bos/platform`).
     #[serde(default, rename = "bos_context")]
     pub bos_contexts: Vec<crate::bos::BosContextConfig>,
+    /// How fast the tenant's tools may be called (`[[tenant.rate_limit]]`).
+    #[serde(default, rename = "rate_limit")]
+    pub rate_limits: Vec<super::RateLimitRule>,
     /// A2A settings (`[tenant.a2a]`).
     #[serde(default)]
     pub a2a: super::TenantA2a,
@@ -107,6 +110,10 @@ pub struct ClientApp {
     /// Static API keys of this client application (several for rotation).
     #[serde(default, rename = "api_key")]
     pub api_keys: Vec<ApiKey>,
+    /// Client certificates (mTLS, `[server.tls] client_auth`) that authenticate as callers of
+    /// this client application.
+    #[serde(default, rename = "certificate")]
+    pub certificates: Vec<ClientCertificateRule>,
     /// The client application's system prompt.
     pub system_prompt: Option<String>,
     /// How the client application presents itself as an A2A agent (`[tenant.client.agent]`).
@@ -129,6 +136,23 @@ pub struct ApiKey {
     pub scopes: Option<Vec<String>>,
     /// When the key stops working (a TOML date-time, e.g. `2027-01-01T00:00:00Z`).
     pub expires_at: Option<toml::value::Datetime>,
+}
+
+/// One client certificate identity (`[[tenant.client.certificate]]`): a verified client
+/// certificate whose subject common name is `subject`, or which carries the subject alternative
+/// name `san` (written `dns:…`, `uri:…`, `email:…` or `ip:…`), authenticates as the caller
+/// `mtls:{principal}`. Exactly one of `subject` and `san`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientCertificateRule {
+    /// The subject common name (`CN`) to match.
+    pub subject: Option<String>,
+    /// A subject alternative name to match, e.g. `uri:spiffe://acme/agent-7`.
+    pub san: Option<String>,
+    /// The caller name (`mtls:{principal}`); the matched name when unset.
+    pub principal: Option<String>,
+    /// Scopes the certificate grants; unset grants every scope.
+    pub scopes: Option<Vec<String>>,
 }
 
 /// A toolset: tools plus the prompt and correlation strategy they share.

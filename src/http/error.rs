@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 
 use bytes::{Bytes, BytesMut};
-use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::header::{HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::Response;
 #[cfg(test)]
 use http::StatusCode;
@@ -81,6 +81,19 @@ pub(crate) enum Error {
     /// A per-caller or per-session limit is reached (e.g. streams per session): 429.
     #[error("too many requests: {0}")]
     TooManyRequests(Cow<'static, str>),
+    /// A rate limit refused the call, or the source failed authentication too often: 429 with
+    /// `Retry-After` (whole seconds, rounded up) and `data: {"retry_after_ms":…[,"rule":…]}`.
+    #[error("rate limited: {message}")]
+    RateLimited {
+        /// Which limit, safe to show.
+        message: Cow<'static, str>,
+        /// How long until a call would pass.
+        retry_after: std::time::Duration,
+        /// The `[[tenant.rate_limit]]` id, when a rule refused.
+        rule: Option<std::sync::Arc<str>>,
+        /// The request id.
+        id: Option<OwnedId>,
+    },
     /// Authenticated but not allowed, or a disallowed `Origin`.
     #[error("forbidden: {0}")]
     Forbidden(Cow<'static, str>),
@@ -235,6 +248,11 @@ pub(crate) enum Error {
     },
 }
 
+/// Milliseconds, rounded up (a refusal never says "retry in 0 ms" while the bucket is empty).
+fn retry_after_ms(retry_after: std::time::Duration) -> u64 {
+    u64::try_from(retry_after.as_micros().div_ceil(1000)).unwrap_or(u64::MAX)
+}
+
 /// The message of a session cap refusal.
 fn cap_message(cap: SessionCap) -> &'static str {
     match cap {
@@ -259,7 +277,7 @@ impl Error {
             Error::BadRequest(_) => Failure::BadRequest,
             Error::Unauthorized { .. } => Failure::Unauthorized,
             Error::InsufficientScope { .. } => Failure::InsufficientScope,
-            Error::TooManyRequests(_) => Failure::TooManyRequests,
+            Error::TooManyRequests(_) | Error::RateLimited { .. } => Failure::TooManyRequests,
             Error::Forbidden(_) => Failure::Forbidden,
             Error::MisdirectedRequest(_) => Failure::MisdirectedRequest,
             Error::Conflict(_) => Failure::Conflict,
@@ -298,6 +316,7 @@ impl Error {
             Error::BadGateway { id, .. }
             | Error::GatewayTimeout { id, .. }
             | Error::StreamQueueFull { id }
+            | Error::RateLimited { id, .. }
             | Error::ParseError { id, .. }
             | Error::InvalidRequest { id, .. }
             | Error::UnsupportedVersion { id, .. }
@@ -326,6 +345,17 @@ impl Error {
                 Some(rescue::unsupported_version_data(requested))
             }
             Error::DownstreamFault { fault, .. } => Some(fault.clone()),
+            Error::RateLimited {
+                retry_after, rule, ..
+            } => {
+                let mut data = format!(r#"{{"retry_after_ms":{}"#, retry_after_ms(*retry_after));
+                if let Some(rule) = rule {
+                    // Rule ids are path-segment safe (validation): nothing to escape.
+                    data.push_str(&format!(r#","rule":"{rule}""#));
+                }
+                data.push('}');
+                Some(Bytes::from(data))
+            }
             _ => None,
         }
     }
@@ -356,6 +386,10 @@ impl Error {
             | Error::InsufficientScope { challenge, .. } => {
                 headers.insert(WWW_AUTHENTICATE, challenge);
             }
+            Error::RateLimited { retry_after, .. } => {
+                let secs = retry_after_ms(retry_after).div_ceil(1000).max(1);
+                headers.insert(RETRY_AFTER, HeaderValue::from(secs));
+            }
             _ => {}
         }
         response
@@ -384,6 +418,28 @@ mod tests {
 
     fn string(s: &str) -> Option<OwnedId> {
         Some(OwnedId::from_str_id(s))
+    }
+
+    #[test]
+    fn a_rate_limit_refusal_says_when_to_retry_in_the_header_and_the_data() {
+        let err = Error::RateLimited {
+            message: "rule 'search' is over its limit".into(),
+            retry_after: std::time::Duration::from_micros(1_200_001),
+            rule: Some("search".into()),
+            id: num(7),
+        };
+        let response = err.into_response();
+        assert_eq!(response.headers()[RETRY_AFTER], "2");
+        check(
+            Error::RateLimited {
+                message: "rule 'search' is over its limit".into(),
+                retry_after: std::time::Duration::from_micros(1_200_001),
+                rule: Some("search".into()),
+                id: num(7),
+            },
+            429,
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"rate limited: rule 'search' is over its limit","data":{"retry_after_ms":1201,"rule":"search"}}}"#,
+        );
     }
 
     #[test]

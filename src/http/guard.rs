@@ -111,7 +111,7 @@ fn split_authority(value: &[u8]) -> Option<(&[u8], Option<u16>)> {
 /// Which `Host` values and which `Origin`s a server accepts, built once from its configuration
 /// (never from a request). Checks allocate nothing.
 #[derive(Debug, Clone)]
-pub struct Guard {
+pub(crate) struct Guard {
     /// The server's own origins, normalised: lowercase `scheme://host[:port]`, default port
     /// removed.
     own_origins: Vec<Box<str>>,

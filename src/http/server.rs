@@ -26,6 +26,7 @@ use tokio::task::JoinSet;
 
 use super::conn::{self, Clock, ConnState, Timeouts, Tracked, TrackedIo};
 use super::response::Body;
+use super::tls::{ClientCertificate, Tls};
 
 // The accept loop's settings and signal live in their own files (`limits.rs`, `drain.rs`), so
 // that bodies, responses and connections can name them without importing the accept loop.
@@ -48,18 +49,31 @@ pub(crate) const GRACE_END_FLUSH: Duration = Duration::from_secs(1);
 
 // === accept loop ===
 
-/// Serves `service` on every connection `listener` accepts until `shutdown` resolves, then
-/// drains (see the module doc). Returns once every connection has finished or been dropped.
-pub async fn run<S>(
+/// Who is on the other end of a connection: its address and, over TLS, its verified client
+/// certificate. Handed to the service factory of [`run`] once per connection, so requests carry
+/// it without a per-request allocation.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The remote address.
+    pub addr: std::net::SocketAddr,
+    /// The identity of the verified client certificate (mTLS), when one was presented.
+    pub certificate: Option<Arc<ClientCertificate>>,
+}
+
+/// Serves the service `make_service` builds for each connection `listener` accepts (over TLS
+/// when `tls` is set) until `shutdown` resolves, then drains (see the module doc). Returns once
+/// every connection has finished or been dropped.
+pub async fn run<F, S>(
     listener: TcpListener,
     limits: &Limits,
+    tls: Option<Arc<Tls>>,
     drain: Drain,
-    service: S,
+    make_service: F,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
+    F: Fn(Peer) -> S + Send + Sync + 'static,
     S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
-        + Clone
         + Send
         + 'static,
     S::Future: Send + 'static,
@@ -76,6 +90,8 @@ where
         .http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(limits.h2_max_concurrent_streams);
+    let builder = Arc::new(builder);
+    let make_service = Arc::new(make_service);
     let timeouts = Timeouts {
         header_read: limits.header_read_timeout,
         idle: limits.idle_timeout,
@@ -105,8 +121,8 @@ where
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, addr) = match accepted {
+            Ok(accepted) => accepted,
             Err(err) if is_per_connection(&err) => {
                 tracing::debug!(error = %err, "accept failed for one connection");
                 continue;
@@ -124,16 +140,38 @@ where
             tracing::debug!(error = %err, "could not set TCP_NODELAY");
         }
 
-        let state = ConnState::new(&clock);
-        let io = TokioIo::new(TrackedIo::new(stream, Arc::clone(&state)));
-        let conn = builder
-            .serve_connection(io, Tracked::new(service.clone(), Arc::clone(&state)))
-            .into_owned();
         let phase = drain.subscribe();
-        connections.spawn(async move {
-            conn::drive(conn, state, timeouts, phase).await;
-            drop(permit);
-        });
+        let builder = Arc::clone(&builder);
+        let clock = Arc::clone(&clock);
+        match &tls {
+            None => {
+                let service = make_service(Peer {
+                    addr,
+                    certificate: None,
+                });
+                connections.spawn(async move {
+                    serve_connection(&builder, &clock, stream, service, timeouts, phase).await;
+                    drop(permit);
+                });
+            }
+            Some(tls) => {
+                // The handshake runs in the connection's task, never in the accept loop, so a
+                // slow client delays no one else (and is cut off at the handshake timeout).
+                let tls = Arc::clone(tls);
+                let make_service = Arc::clone(&make_service);
+                connections.spawn(async move {
+                    match tls.accept(stream).await {
+                        Ok((stream, certificate)) => {
+                            let service = make_service(Peer { addr, certificate });
+                            serve_connection(&builder, &clock, stream, service, timeouts, phase)
+                                .await;
+                        }
+                        Err(err) => tracing::debug!(%addr, error = %err, "TLS handshake failed"),
+                    }
+                    drop(permit);
+                });
+            }
+        }
     }
 
     // Stop accepting first, so connection attempts from here on are refused.
@@ -159,6 +197,29 @@ where
     connections.shutdown().await;
     ticker.abort();
     Ok(())
+}
+
+/// Serves one connection (plain or TLS) to its end under the connection watchdog.
+async fn serve_connection<I, S>(
+    builder: &Builder<TokioExecutor>,
+    clock: &Arc<Clock>,
+    io: I,
+    service: S,
+    timeouts: Timeouts,
+    phase: tokio::sync::watch::Receiver<super::drain::Phase>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let state = ConnState::new(clock);
+    let io = TokioIo::new(TrackedIo::new(io, Arc::clone(&state)));
+    let conn = builder
+        .serve_connection(io, Tracked::new(service, Arc::clone(&state)))
+        .into_owned();
+    conn::drive(conn, state, timeouts, phase).await;
 }
 
 // === impl RateLimitedLog ===

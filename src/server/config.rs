@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use crate::catalog::Catalog;
 use crate::config::{
     A2aSettings, AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings,
+    TlsSettings, AuthFailureSettings,
 };
 use crate::http::Limits;
 use crate::invoke::InvokerConfig;
@@ -64,6 +65,13 @@ pub struct ServeConfig {
     pub public_url: Option<String>,
     /// The HMAC key API key hashes are computed with.
     pub api_key_pepper: Option<Vec<u8>>,
+    /// TLS termination (`[server.tls]`); plain HTTP when `None`. The files are read at start
+    /// (unreadable → [`super::serve`] fails) and again after every catalog reload.
+    pub tls: Option<TlsSettings>,
+    /// Failed authentication attempts allowed per address and key id (`[server.auth_failures]`).
+    pub auth_failures: AuthFailureSettings,
+    /// Most process-local rate limit buckets (`[server] rate_limit_max_buckets`).
+    pub rate_limit_max_buckets: usize,
     /// The audit trail.
     pub audit: AuditSettings,
     /// The A2A agent surface (`[server.a2a]`).
@@ -98,6 +106,9 @@ impl Default for ServeConfig {
             streams: StreamConfig::default(),
             public_url: None,
             api_key_pepper: None,
+            tls: None,
+            auth_failures: AuthFailureSettings::default(),
+            rate_limit_max_buckets: crate::ratelimit::DEFAULT_MAX_BUCKETS,
             audit: AuditSettings::default(),
             a2a: A2aSettings::default(),
             cluster: None,
@@ -173,6 +184,9 @@ impl ServeConfig {
             },
             public_url: settings.public_url.clone(),
             api_key_pepper: settings.api_key_pepper.clone().map(String::into_bytes),
+            tls: settings.tls.clone(),
+            auth_failures: settings.auth_failures.clone(),
+            rate_limit_max_buckets: settings.rate_limit_max_buckets.max(1),
             audit: settings.audit.clone(),
             a2a: settings.a2a.clone(),
             catalog,

@@ -24,12 +24,13 @@ use crate::http::Error;
 use crate::invoke::correlation::{external_from_headers, ExternalCorrelationId};
 use crate::invoke::EXTERNAL_CORRELATION_ID_HEADER;
 use crate::log_limit::{warn_limited, Kind};
+use crate::http::server::Peer;
 use crate::metrics::{MethodLabel, RouteLabel};
 use crate::transport::{legacy_sse, streamable};
 
 /// Answers one request: the test routes, the route table, the gate and the surface, then the
 /// CORS headers, the external correlation id echo and the request metrics.
-pub(super) async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
+pub(super) async fn handle(state: &State, peer: &Peer, req: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
     let (parts, body) = req.into_parts();
     if let Some(hooks) = &state.test_hooks {
@@ -89,7 +90,7 @@ pub(super) async fn handle(state: &State, req: Request<Incoming>) -> Response<Bo
     )
     .then(|| external.as_ref().map(|id| id.header_value().clone()))
     .flatten();
-    let mut response = answer(state, &parts, body, route, external, origin_verdict)
+    let mut response = answer(state, peer, &parts, body, route, external, origin_verdict)
         .await
         .unwrap_or_else(Error::into_response);
     // "Echoes the accepted value back on X-External-Correlation-Id" (the REST surface does the
@@ -110,6 +111,7 @@ pub(super) async fn handle(state: &State, req: Request<Incoming>) -> Response<Bo
 /// ([`admit`]); an error is answered by [`Error::into_response`] in [`handle`].
 async fn answer(
     state: &State,
+    peer: &Peer,
     parts: &http::request::Parts,
     body: Incoming,
     route: Route<'_>,
@@ -120,7 +122,7 @@ async fn answer(
     let origin = || origin.unwrap_or_else(|| state.access.guard().check_origin(&parts.headers));
     match route {
         Route::Mcp(target) => {
-            let mut admitted = match admit(state, parts, &target, Endpoint::Mcp, origin()).await {
+            let mut admitted = match admit(state, peer, parts, &target, Endpoint::Mcp, origin()).await {
                 Ok(admitted) => admitted,
                 Err(refused) => {
                     // Read the small body first, so the connection survives the refusal.
@@ -132,12 +134,12 @@ async fn answer(
             streamable::handle(&state.mcp, parts, body, &target, admitted).await
         }
         Route::LegacySse(target) => {
-            let admitted = admit(state, parts, &target, Endpoint::LegacySse, origin()).await?;
+            let admitted = admit(state, peer, parts, &target, Endpoint::LegacySse, origin()).await?;
             legacy_sse::open(&state.mcp, parts, &target, &admitted.caller).await
         }
         Route::LegacyMessages(target) => {
             let mut admitted =
-                match admit(state, parts, &target, Endpoint::LegacySse, origin()).await {
+                match admit(state, peer, parts, &target, Endpoint::LegacySse, origin()).await {
                     Ok(admitted) => admitted,
                     Err(refused) => {
                         body::drain_refused(body, body::content_length(&parts.headers)).await;
@@ -148,11 +150,11 @@ async fn answer(
             legacy_sse::post(&state.mcp, parts, body, &target, admitted).await
         }
         Route::RestTools(target) => {
-            let admitted = admit(state, parts, &target, Endpoint::Rest, origin()).await?;
+            let admitted = admit(state, peer, parts, &target, Endpoint::Rest, origin()).await?;
             state.rest.list_tools(parts, &target, &admitted).await
         }
         Route::RestCall(target, name) => {
-            let admitted = admit(state, parts, &target, Endpoint::Rest, origin()).await?;
+            let admitted = admit(state, peer, parts, &target, Endpoint::Rest, origin()).await?;
             state
                 .rest
                 .call_tool(parts, body, &target, &name, admitted)
@@ -160,7 +162,7 @@ async fn answer(
         }
         Route::A2a(target) => {
             let (admitted, body) =
-                admit_a2a(state, parts, &target, body, external, origin()).await?;
+                admit_a2a(state, peer, parts, &target, body, external, origin()).await?;
             state.a2a.rpc(parts, body, admitted).await
         }
         Route::A2aCard(target) => state.a2a.card(parts, &target),
@@ -171,12 +173,12 @@ async fn answer(
             if !state.a2a.enabled() {
                 return Err(Error::NotFound);
             }
-            let admitted = admit(state, parts, &target, Endpoint::A2a, origin()).await?;
+            let admitted = admit(state, peer, parts, &target, Endpoint::A2a, origin()).await?;
             Ok(crate::a2a::remote::surface::list(&state.a2a, &admitted))
         }
         Route::A2aRemote(target, id) => {
             let (admitted, body) =
-                admit_a2a(state, parts, &target, body, external, origin()).await?;
+                admit_a2a(state, peer, parts, &target, body, external, origin()).await?;
             crate::a2a::remote::Concentrator::rpc(&state.a2a, &id, parts, body, admitted).await
         }
         Route::A2aPushRelay(relay) => {
@@ -187,7 +189,7 @@ async fn answer(
         Route::BosPlatform => {
             let (mut admitted, owner) = state
                 .access
-                .admit_platform(parts, state.catalog.current(), origin())
+                .admit_platform(peer, parts, state.catalog.current(), origin())
                 .await?;
             admitted.external = external;
             let target = crate::http::Target {
@@ -335,6 +337,7 @@ async fn refresh_gauges(state: &State) {
 /// Runs the gate ([`Access::admit`]) on the current snapshot.
 async fn admit(
     state: &State,
+    peer: &Peer,
     parts: &http::request::Parts,
     target: &crate::http::Target<'_>,
     endpoint: Endpoint,
@@ -342,7 +345,7 @@ async fn admit(
 ) -> Result<Admitted, Error> {
     state
         .access
-        .admit(parts, target, endpoint, state.catalog.current(), origin)
+        .admit(peer, parts, target, endpoint, state.catalog.current(), origin)
         .await
 }
 
@@ -351,6 +354,7 @@ async fn admit(
 /// answer and the next request); the accepted external correlation id joins the admission.
 async fn admit_a2a(
     state: &State,
+    peer: &Peer,
     parts: &http::request::Parts,
     target: &crate::http::Target<'_>,
     body: Incoming,
@@ -358,7 +362,7 @@ async fn admit_a2a(
     origin: Result<(), Error>,
 ) -> Result<(Admitted, Incoming), Error> {
     let admitted = if state.a2a.enabled() {
-        admit(state, parts, target, Endpoint::A2a, origin).await
+        admit(state, peer, parts, target, Endpoint::A2a, origin).await
     } else {
         Err(Error::NotFound)
     };

@@ -188,7 +188,7 @@ where
     let mut parsed = buf;
     let message = jsonrpc::parse_with(&mut parsed, &transport.settings.json_limits)
         .map_err(streamable::parse_error)?;
-    streamable::check_tool_scope(transport, &view, &caller, Endpoint::LegacySse, &message)?;
+    streamable::admit_tool_call(transport, &view, &caller, Endpoint::LegacySse, &message).await?;
     let call = CallContext::new(external);
 
     if matches!(message, Message::Request { .. })

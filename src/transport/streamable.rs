@@ -51,10 +51,11 @@ where
     }
 }
 
-/// 403 `insufficient_scope` when `message` calls a tool whose own scope the caller lacks (the
-/// tenant's baseline scopes were checked by the gate). Runs before dispatch in both eras, so the
-/// refusal is an HTTP status the client can act on, not an in-band result.
-pub(crate) fn check_tool_scope(
+/// The gate of a `tools/call` (the tool's own scope, the tenant's rate limits:
+/// [`crate::access::Access::admit_call`]; the tenant's baseline scopes were checked by the
+/// request's gate). Runs before dispatch in both eras, so a refusal is an HTTP status the client
+/// can act on (403, 429 with `Retry-After`), not an in-band result.
+pub(crate) async fn admit_tool_call(
     transport: &Transport,
     view: &ClientView,
     caller: &Caller,
@@ -62,9 +63,9 @@ pub(crate) fn check_tool_scope(
     message: &Message<'_>,
 ) -> Result<(), Error> {
     let Message::Request {
+        id,
         method: method @ names::TOOLS_CALL,
         params,
-        ..
     } = message
     else {
         return Ok(());
@@ -72,10 +73,10 @@ pub(crate) fn check_tool_scope(
     let Some(name) = crate::mcp::meta::routing_name(method, params.as_ref()) else {
         return Ok(());
     };
-    let scope = view.tool(name).and_then(|tool| tool.def.scope.as_deref());
     transport
         .access
-        .require_scope(caller, view, endpoint, scope)
+        .admit_call(caller, view, endpoint, name, Some(crate::jsonrpc::OwnedId::from(id.clone())))
+        .await
 }
 
 /// Reads and parses a POST body after the media-type checks shared by every MCP POST.
@@ -149,13 +150,14 @@ where
         jsonrpc::parse_with(&mut buf, &transport.settings.json_limits).map_err(parse_error)?;
     if !admitted.platform {
         // Platform tools check the executed tool's scope themselves (it is named in arguments).
-        check_tool_scope(
+        admit_tool_call(
             transport,
             &admitted.view,
             &admitted.caller,
             Endpoint::Mcp,
             &message,
-        )?;
+        )
+        .await?;
     }
 
     match classify(parts, &message) {

@@ -115,7 +115,7 @@ pub(crate) async fn cleanup(url: &str, prefix: &str) {
 }
 
 /// A `redis-server` of this test's own, on a free port, without persistence.
-struct OwnRedis {
+pub(crate) struct OwnRedis {
     port: u16,
     child: Option<std::process::Child>,
 }
@@ -131,7 +131,7 @@ impl OwnRedis {
         redis
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
@@ -153,7 +153,7 @@ impl OwnRedis {
         }
     }
 
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -163,7 +163,7 @@ impl OwnRedis {
 
 /// The test's own `redis-server`, or `None` (after a visible skip line) when none is installed
 /// and `SLUICE_REQUIRE_REDIS` is not set.
-async fn own_redis_or_skip(test: &str) -> Option<OwnRedis> {
+pub(crate) async fn own_redis_or_skip(test: &str) -> Option<OwnRedis> {
     if std::process::Command::new("redis-server")
         .arg("--version")
         .output()

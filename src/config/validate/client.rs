@@ -51,6 +51,19 @@ pub(super) fn check_clients<'a>(
                 report.push(&kloc, "expires_at must be a date or a date-time");
             }
         }
+        for (i, rule) in client.certificates.iter().enumerate() {
+            let rloc = cloc.with("certificate", &i.to_string());
+            match (&rule.subject, &rule.san) {
+                (Some(_), None) => {}
+                (None, Some(san)) => {
+                    let scheme = san.split_once(':').map(|(scheme, _)| scheme);
+                    if !matches!(scheme, Some("dns" | "uri" | "email" | "ip")) {
+                        report.push(&rloc, "san must start with dns:, uri:, email: or ip:");
+                    }
+                }
+                _ => report.push(&rloc, "set exactly one of subject and san"),
+            }
+        }
     }
     (client_ids, key_ids)
 }
@@ -72,11 +85,19 @@ pub(super) fn check_auth(
 ) {
     let auth = &tenant.auth;
     let aloc = tloc.with("auth", "");
-    if !auth.anonymous && !has_keys && auth.jwt.is_none() {
+    let has_certificates = tenant.clients.iter().any(|c| !c.certificates.is_empty());
+    if !auth.anonymous && !has_keys && auth.jwt.is_none() && !has_certificates {
         report.push(
             tloc,
-            "no credential can reach this tenant: give a client an api_key, configure auth.jwt, \
-             or set auth.anonymous = true (development only)",
+            "no credential can reach this tenant: give a client an api_key or a certificate, \
+             configure auth.jwt, or set auth.anonymous = true (development only)",
+        );
+    }
+    let client_auth = server.tls.as_ref().map(|tls| tls.client_auth);
+    if has_certificates && matches!(client_auth, None | Some(crate::config::ClientAuth::None)) {
+        report.push(
+            tloc,
+            "client certificates need [server.tls] with client_auth = \"optional\" or \"required\"",
         );
     }
     if has_keys && server.api_key_pepper.is_none() {

@@ -39,6 +39,18 @@ pub(super) fn check(report: &mut Report, server: &ServerSettings) {
             );
         }
     }
+    if let Some(tls) = &server.tls {
+        let loc = Loc::root().with("server", "tls");
+        if tls.client_auth != crate::config::ClientAuth::None && tls.client_ca.is_none() {
+            report.push(
+                &loc,
+                "client_auth needs client_ca (the CAs client certificates are verified against)",
+            );
+        }
+        if tls.handshake_timeout_ms == 0 {
+            report.push(&loc, "handshake_timeout_ms must be at least 1");
+        }
+    }
     if server.audit.sink == AuditSink::File && server.audit.path.is_none() {
         report.push(
             &Loc::root().with("server", "audit"),

@@ -59,6 +59,7 @@ pub(super) fn check_all<C: ToolCompiler>(
             }
         }
         check_bos(report, &tloc, config, tenant);
+        check_rate_limits(report, &tloc, tenant, &client_ids);
         a2a_agent::check_agents(report, &tloc, tenant, &client_ids);
         let (toolset_ids, tenant_plans) = tool::check_toolsets(report, &tloc, tenant, compiler);
         check_assignments(report, &tloc, tenant, &client_ids, &toolset_ids);
@@ -66,6 +67,37 @@ pub(super) fn check_all<C: ToolCompiler>(
         plans.push(tenant_plans);
     }
     plans
+}
+
+/// Rate limit rules: unique ids, a `rate` that parses, a burst of at least 1, a client that
+/// exists.
+fn check_rate_limits(report: &mut Report, tloc: &Loc, tenant: &Tenant, clients: &HashSet<&str>) {
+    let mut ids = HashSet::new();
+    for rule in &tenant.rate_limits {
+        let rloc = tloc.with("rate_limit", &rule.id);
+        check_id(report, &rloc, "rate limit", &rule.id);
+        if !ids.insert(rule.id.as_str()) {
+            report.push(&rloc, "duplicate rate limit id");
+        }
+        if crate::config::Rate::parse(&rule.rate).is_none() {
+            report.push(
+                &rloc,
+                format!(
+                    "rate '{}' must be count/unit with a count of at least 1 and a unit of s, \
+                     min or h (e.g. \"600/min\")",
+                    rule.rate
+                ),
+            );
+        }
+        if rule.burst == Some(0) {
+            report.push(&rloc, "burst must be at least 1");
+        }
+        if let Some(client) = &rule.client {
+            if !clients.contains(client.as_str()) {
+                report.push(&rloc, format!("client '{client}' is not a client of this tenant"));
+            }
+        }
+    }
 }
 
 /// BOS contexts build (they name existing clients), and handles can be signed: the secret is
