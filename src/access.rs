@@ -123,7 +123,6 @@ impl Access {
         }
     }
 
-
     /// The `Host` and `Origin` guard (preflights and CORS decoration use it too).
     pub(crate) fn guard(&self) -> &Guard {
         &self.guard

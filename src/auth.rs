@@ -310,7 +310,10 @@ impl Authenticator {
                 let resource_url = resource_url();
                 jwt::validate(&self.jwks, token, settings, view, &resource_url).await?
             }
-            None => match certificate.map(|cert| mtls::caller(cert, view)).transpose()? {
+            None => match certificate
+                .map(|cert| mtls::caller(cert, view))
+                .transpose()?
+            {
                 Some(Some(caller)) => caller,
                 _ if view.auth().anonymous => {
                     Caller::anonymous(Arc::clone(view.tenant_id()), Arc::clone(view.client_id()))

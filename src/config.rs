@@ -50,14 +50,14 @@ pub use env::{
 pub use load::{parse, LoadError, SyntaxError, MAX_CONFIG_BYTES};
 pub use logging::{LogFormat, LogSettings};
 pub use path::{FieldPath, PathError, Segment};
-pub use server::{PostFraming, ServerSettings, SourceResultsSettings};
 pub use rate_limit::{AuthFailureSettings, FailPolicy, Rate, RateDimension, RateLimitRule};
-pub use tls::{ClientAuth, TlsSettings};
+pub use server::{PostFraming, ServerSettings, SourceResultsSettings};
 pub use soap::{SoapDownstream, SoapHeader, SoapHeaderField, SoapStyle, SoapVersion, WsSecurity};
 pub use tenant::{
-    ApiKey, Assignment, ClientApp, ClientCertificateRule, Correlation, CorrelationStrategy, JwtSettings, PromptMode,
-    Tenant, TenantAuth, Toolset,
+    ApiKey, Assignment, ClientApp, ClientCertificateRule, Correlation, CorrelationStrategy,
+    JwtSettings, PromptMode, Tenant, TenantAuth, Toolset,
 };
+pub use tls::{ClientAuth, TlsSettings};
 pub use tool::{
     Downstream, FederatedDownstream, FieldRule, FieldType, Location, RestDownstream, SchemaMode,
     Source, SourceCredential, SourceFields, Tool, DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME,

@@ -99,7 +99,10 @@ type Key = SmallVec<[u8; 128]>;
 impl Rule {
     fn matches(&self, call: &Call<'_>) -> bool {
         self.tool.as_deref().is_none_or(|tool| tool == call.tool)
-            && self.caller.as_deref().is_none_or(|caller| caller == call.caller)
+            && self
+                .caller
+                .as_deref()
+                .is_none_or(|caller| caller == call.caller)
     }
 
     /// `{tenant}␟{rule}␟{client?}␟{tool?}␟{caller?}`: the dimensions not in `per` stay empty,
@@ -227,10 +230,9 @@ impl Limiter {
             Ok(()) => Verdict::Allowed,
             Err((index, retry_after_us)) => {
                 self.counters.limited.fetch_add(1, Ordering::Relaxed);
-                let rule = matched.get(index).map_or_else(
-                    || Arc::from("unknown"),
-                    |(rule, _)| Arc::clone(&rule.id),
-                );
+                let rule = matched
+                    .get(index)
+                    .map_or_else(|| Arc::from("unknown"), |(rule, _)| Arc::clone(&rule.id));
                 Verdict::Limited {
                     rule,
                     retry_after: Duration::from_micros(retry_after_us),
@@ -276,9 +278,10 @@ impl AuthThrottle {
         let by_address = self
             .per_address
             .and_then(|shape| self.store.refuses(&address_key(address), shape));
-        let by_key = self.per_key.zip(key_id).and_then(|(shape, id)| {
-            self.store.refuses(&id_key(id), shape)
-        });
+        let by_key = self
+            .per_key
+            .zip(key_id)
+            .and_then(|(shape, id)| self.store.refuses(&id_key(id), shape));
         let wait = by_address.max(by_key)?;
         self.counters.auth_throttled.fetch_add(1, Ordering::Relaxed);
         Some(Duration::from_micros(wait))

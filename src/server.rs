@@ -84,7 +84,11 @@ pub async fn serve(
     let public_base = match &config.public_url {
         Some(url) => url.trim_end_matches('/').to_owned(),
         None => {
-            let scheme = if config.tls.is_some() { "https" } else { "http" };
+            let scheme = if config.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            };
             format!("{scheme}://{}", listener.local_addr()?)
         }
     };
@@ -318,15 +322,7 @@ pub async fn serve(
             async move { Ok::<_, Infallible>(Box::pin(routes::handle(&state, &peer, req)).await) }
         })
     };
-    let result = server::run(
-        listener,
-        &config.limits,
-        tls,
-        drain,
-        make_service,
-        shutdown,
-    )
-    .await;
+    let result = server::run(listener, &config.limits, tls, drain, make_service, shutdown).await;
     if let Some(task) = tls_reloader {
         task.abort();
     }

@@ -207,7 +207,13 @@ async fn send(call: &Call<'_>, params: Params, streaming: bool) -> Result<Answer
         let view = &call.admitted.view;
         call.agent
             .access
-            .admit_call(&call.admitted.caller, view, Endpoint::A2a, &tool_call.name, None)
+            .admit_call(
+                &call.admitted.caller,
+                view,
+                Endpoint::A2a,
+                &tool_call.name,
+                None,
+            )
             .await
             .map_err(Fail::Http)?;
     }

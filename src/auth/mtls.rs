@@ -46,7 +46,10 @@ pub(crate) fn caller(
 }
 
 /// The certificate name `rule` matches, if any.
-fn matches<'c>(rule: &ClientCertificateRule, certificate: &'c ClientCertificate) -> Option<&'c str> {
+fn matches<'c>(
+    rule: &ClientCertificateRule,
+    certificate: &'c ClientCertificate,
+) -> Option<&'c str> {
     if let Some(subject) = &rule.subject {
         return certificate
             .common_name

@@ -397,7 +397,8 @@ impl Snapshot {
                     Arc::clone(&auth),
                 );
                 view.a2a = Arc::clone(&a2a);
-                view.rate_limits = crate::ratelimit::Rules::for_client(&tenant.rate_limits, &app.id);
+                view.rate_limits =
+                    crate::ratelimit::Rules::for_client(&tenant.rate_limits, &app.id);
                 clients.insert(view.client.clone(), Arc::new(view));
             }
             let bos = match crate::bos::BosContexts::build(&tenant.id, &tenant.bos_contexts, |c| {

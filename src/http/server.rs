@@ -73,9 +73,7 @@ pub async fn run<F, S>(
 ) -> std::io::Result<()>
 where
     F: Fn(Peer) -> S + Send + Sync + 'static,
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
-        + Send
-        + 'static,
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible> + Send + 'static,
     S::Future: Send + 'static,
 {
     let mut builder = Builder::new(TokioExecutor::new());
@@ -209,9 +207,7 @@ async fn serve_connection<I, S>(
     phase: tokio::sync::watch::Receiver<super::drain::Phase>,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
-        + Send
-        + 'static,
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible> + Send + 'static,
     S::Future: Send + 'static,
 {
     let state = ConnState::new(clock);

@@ -114,12 +114,11 @@ impl Tls {
 fn server_config(settings: &TlsSettings) -> Result<ServerConfig, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let chain = read_certs(&settings.cert)?;
-    let key = PrivateKeyDer::from_pem_file(Path::new(&settings.key)).map_err(|err| {
-        TlsError::File {
+    let key =
+        PrivateKeyDer::from_pem_file(Path::new(&settings.key)).map_err(|err| TlsError::File {
             path: settings.key.clone(),
             reason: format!("no usable private key ({err})"),
-        }
-    })?;
+        })?;
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|err| TlsError::Config(err.to_string()))?;
@@ -234,8 +233,8 @@ mod tests {
 
     #[test]
     fn a_certificate_names_its_common_name_and_alternative_names() {
-        let mut params = rcgen::CertificateParams::new(vec!["agent.example.com".to_owned()])
-            .expect("params");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["agent.example.com".to_owned()]).expect("params");
         params
             .distinguished_name
             .push(rcgen::DnType::CommonName, "agent-7");
@@ -252,7 +251,11 @@ mod tests {
         let sans: Vec<&str> = names.sans.iter().map(AsRef::as_ref).collect();
         assert_eq!(
             sans,
-            ["dns:agent.example.com", "uri:spiffe://acme/agent-7", "ip:10.0.0.7"]
+            [
+                "dns:agent.example.com",
+                "uri:spiffe://acme/agent-7",
+                "ip:10.0.0.7"
+            ]
         );
         assert_eq!(ClientCertificate::from_der(b"not der"), None);
     }

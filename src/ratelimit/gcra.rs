@@ -113,7 +113,10 @@ mod tests {
                 retry_after_us: 101_000
             }
         );
-        assert!(matches!(shape.decide(Some(tat), 501_000), Decision::Allow { .. }));
+        assert!(matches!(
+            shape.decide(Some(tat), 501_000),
+            Decision::Allow { .. }
+        ));
     }
 
     #[test]
@@ -129,8 +132,14 @@ mod tests {
             .collect();
         for (i, &start) in passed.iter().enumerate() {
             let window = 1_000_000;
-            let n = passed[i..].iter().take_while(|&&t| t < start + window).count() as u64;
-            assert!(n <= 5 + window / shape.interval_us, "{n} in a window from {start}");
+            let n = passed[i..]
+                .iter()
+                .take_while(|&&t| t < start + window)
+                .count() as u64;
+            assert!(
+                n <= 5 + window / shape.interval_us,
+                "{n} in a window from {start}"
+            );
         }
     }
 }

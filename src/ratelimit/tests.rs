@@ -48,16 +48,35 @@ client = "batch"
 rate = "1/min"
 "#;
     let app = rules(text, "app");
-    assert_eq!(app.0.len(), 2, "the batch client's rule does not apply to app");
+    assert_eq!(
+        app.0.len(),
+        2,
+        "the batch client's rule does not apply to app"
+    );
     let limiter = Limiter::local(1_000);
     // `search` is one bucket for every caller: three calls in total.
-    assert_eq!(passes(&limiter, &app, call("app", "apikey:a", "search"), 2).await, 2);
-    assert_eq!(passes(&limiter, &app, call("app", "apikey:b", "search"), 5).await, 1);
+    assert_eq!(
+        passes(&limiter, &app, call("app", "apikey:a", "search"), 2).await,
+        2
+    );
+    assert_eq!(
+        passes(&limiter, &app, call("app", "apikey:b", "search"), 5).await,
+        1
+    );
     // `export` is a bucket per caller: two each.
-    assert_eq!(passes(&limiter, &app, call("app", "apikey:a", "export"), 5).await, 2);
-    assert_eq!(passes(&limiter, &app, call("app", "apikey:b", "export"), 5).await, 2);
+    assert_eq!(
+        passes(&limiter, &app, call("app", "apikey:a", "export"), 5).await,
+        2
+    );
+    assert_eq!(
+        passes(&limiter, &app, call("app", "apikey:b", "export"), 5).await,
+        2
+    );
     // A tool no rule names is never limited.
-    assert_eq!(passes(&limiter, &app, call("app", "apikey:a", "other"), 50).await, 50);
+    assert_eq!(
+        passes(&limiter, &app, call("app", "apikey:a", "other"), 50).await,
+        50
+    );
 
     let Verdict::Limited { rule, retry_after } =
         limiter.check(&app, call("app", "apikey:c", "search")).await
@@ -102,14 +121,21 @@ fn failed_authentication_is_throttled_per_address_and_per_key_id() {
     for _ in 0..3 {
         throttle.failed(attacker, None);
     }
-    let wait = throttle.refuses(attacker, None).expect("the address is throttled");
+    let wait = throttle
+        .refuses(attacker, None)
+        .expect("the address is throttled");
     assert!(wait > Duration::from_secs(15), "{wait:?}");
     assert_eq!(throttle.refuses(bystander, None), None);
     // Two failures on one key id from different addresses throttle the key everywhere.
     throttle.failed(bystander, Some("keyid0000001"));
     throttle.failed([10, 0, 0, 3].into(), Some("keyid0000001"));
-    assert!(throttle.refuses([10, 0, 0, 4].into(), Some("keyid0000001")).is_some());
-    assert_eq!(throttle.refuses([10, 0, 0, 4].into(), Some("keyid0000002")), None);
+    assert!(throttle
+        .refuses([10, 0, 0, 4].into(), Some("keyid0000001"))
+        .is_some());
+    assert_eq!(
+        throttle.refuses([10, 0, 0, 4].into(), Some("keyid0000002")),
+        None
+    );
     // An IPv4-mapped IPv6 address is the same address.
     assert!(throttle
         .refuses("::ffff:10.0.0.1".parse().expect("ip"), None)

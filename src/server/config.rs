@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 
 use crate::catalog::Catalog;
 use crate::config::{
-    A2aSettings, AuditSettings, ClusterSettings, Config, PostFraming, ServerSettings,
-    TlsSettings, AuthFailureSettings,
+    A2aSettings, AuditSettings, AuthFailureSettings, ClusterSettings, Config, PostFraming,
+    ServerSettings, TlsSettings,
 };
 use crate::http::Limits;
 use crate::invoke::InvokerConfig;

@@ -20,11 +20,11 @@ use crate::http::body;
 use crate::http::cors::{self, Policy};
 use crate::http::response::{self, Body};
 use crate::http::router::{self, Route};
+use crate::http::server::Peer;
 use crate::http::Error;
 use crate::invoke::correlation::{external_from_headers, ExternalCorrelationId};
 use crate::invoke::EXTERNAL_CORRELATION_ID_HEADER;
 use crate::log_limit::{warn_limited, Kind};
-use crate::http::server::Peer;
 use crate::metrics::{MethodLabel, RouteLabel};
 use crate::transport::{legacy_sse, streamable};
 
@@ -122,19 +122,21 @@ async fn answer(
     let origin = || origin.unwrap_or_else(|| state.access.guard().check_origin(&parts.headers));
     match route {
         Route::Mcp(target) => {
-            let mut admitted = match admit(state, peer, parts, &target, Endpoint::Mcp, origin()).await {
-                Ok(admitted) => admitted,
-                Err(refused) => {
-                    // Read the small body first, so the connection survives the refusal.
-                    body::drain_refused(body, body::content_length(&parts.headers)).await;
-                    return Err(refused);
-                }
-            };
+            let mut admitted =
+                match admit(state, peer, parts, &target, Endpoint::Mcp, origin()).await {
+                    Ok(admitted) => admitted,
+                    Err(refused) => {
+                        // Read the small body first, so the connection survives the refusal.
+                        body::drain_refused(body, body::content_length(&parts.headers)).await;
+                        return Err(refused);
+                    }
+                };
             admitted.external = external;
             streamable::handle(&state.mcp, parts, body, &target, admitted).await
         }
         Route::LegacySse(target) => {
-            let admitted = admit(state, peer, parts, &target, Endpoint::LegacySse, origin()).await?;
+            let admitted =
+                admit(state, peer, parts, &target, Endpoint::LegacySse, origin()).await?;
             legacy_sse::open(&state.mcp, parts, &target, &admitted.caller).await
         }
         Route::LegacyMessages(target) => {
@@ -345,7 +347,14 @@ async fn admit(
 ) -> Result<Admitted, Error> {
     state
         .access
-        .admit(peer, parts, target, endpoint, state.catalog.current(), origin)
+        .admit(
+            peer,
+            parts,
+            target,
+            endpoint,
+            state.catalog.current(),
+            origin,
+        )
         .await
 }
 

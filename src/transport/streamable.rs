@@ -75,7 +75,13 @@ pub(crate) async fn admit_tool_call(
     };
     transport
         .access
-        .admit_call(caller, view, endpoint, name, Some(crate::jsonrpc::OwnedId::from(id.clone())))
+        .admit_call(
+            caller,
+            view,
+            endpoint,
+            name,
+            Some(crate::jsonrpc::OwnedId::from(id.clone())),
+        )
         .await
 }
 

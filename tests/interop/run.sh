@@ -6,7 +6,8 @@
 # `cargo test` already built, so CI compiles nothing new; interop checks behaviour, not speed), starts the stub
 # downstream API (downstream.py) and two `sluice serve` on free loopback ports with the fixture
 # configuration (as is, and with `post_framing = "json"`), waits for /healthz, runs test_python_sdk.py,
-# then tests/interop/ts/resumption.mjs against the main (default-configuration) instance with the
+# then test_tls_sdk.py (the SDK over HTTPS and mTLS, against two instances it starts itself with a
+# test CA it makes), then tests/interop/ts/resumption.mjs against the main (default-configuration) instance with the
 # machine's Node (>= 18; `npm ci` into target/interop-ts, reused while the lock file is unchanged),
 # and always stops what it started. Each suite prints its own `N passed, N failed`; the last line
 # printed is the combined `N passed, N failed`; the exit status is non-zero on any failure.
@@ -145,6 +146,17 @@ if ! [[ "$py_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
   status=1
 fi
 
+# --- the checks: the Python SDK over TLS (its own two sluice instances, its own test CA) ---
+tls_summary="$work/tls-summary"
+SLUICE_BIN="$sluice" INTEROP_API="$api" INTEROP_SUMMARY="$tls_summary" \
+  timeout 180 "$py" "$here/test_tls_sdk.py" || status=$?
+tls_line=$(tail -1 "$tls_summary" 2>/dev/null || true)
+if ! [[ "$tls_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
+  echo "the TLS suite wrote no summary" >&2
+  tls_line="0 passed, 1 failed"
+  status=1
+fi
+
 # --- the checks: the TypeScript suite (the pinned SDK, reused while package-lock.json is unchanged) ---
 ts_pinned="$here/ts"
 ts_dir="$root/target/interop-ts"
@@ -184,5 +196,6 @@ fi
 # The combined summary stays the last line on stdout.
 read -r py_passed _ py_failed _ <<<"${py_line//,/}"
 read -r ts_passed _ ts_failed _ <<<"${ts_line//,/}"
-echo "$((py_passed + ts_passed)) passed, $((py_failed + ts_failed)) failed"
+read -r tls_passed _ tls_failed _ <<<"${tls_line//,/}"
+echo "$((py_passed + ts_passed + tls_passed)) passed, $((py_failed + ts_failed + tls_failed)) failed"
 exit "$status"

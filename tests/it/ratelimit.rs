@@ -87,7 +87,10 @@ toolset = "base"
 async fn mcp_call(addr: SocketAddr, key: &GeneratedKey, id: u64) -> Reply {
     let mut meta = serde_json::Map::new();
     support::stateless_meta(&mut meta);
-    meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
+    meta.insert(
+        "io.modelcontextprotocol/clientCapabilities".into(),
+        json!({}),
+    );
     let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
         "params":{"name":"echo","arguments":{},"_meta":meta}})
     .to_string();
@@ -115,7 +118,10 @@ async fn rest_call(addr: SocketAddr, key: &GeneratedKey) -> Reply {
             addr,
             Method::POST,
             "/runtime/acme/app/tools/echo",
-            &[("authorization", &bearer), ("content-type", "application/json")],
+            &[
+                ("authorization", &bearer),
+                ("content-type", "application/json"),
+            ],
             "{}",
         ),
     )
@@ -151,7 +157,10 @@ async fn a2a_call(addr: SocketAddr, key: &GeneratedKey, n: u64) -> Reply {
 /// `max_secs`) and the data.
 fn assert_limited(reply: &Reply, rule: &str, max_secs: u64) {
     assert_eq!(reply.status, 429, "{}", reply.text());
-    let retry: u64 = reply.header("retry-after").parse().expect("Retry-After seconds");
+    let retry: u64 = reply
+        .header("retry-after")
+        .parse()
+        .expect("Retry-After seconds");
     assert!((1..=max_secs).contains(&retry), "Retry-After {retry}");
     let body = reply.json();
     assert_eq!(body["error"]["code"], -32000, "{body}");
@@ -200,9 +209,21 @@ rate = "3/min"
 
     let refused = mcp_call(server.addr, &keys.alice, 42).await;
     assert_limited(&refused, "echo-per-caller", 60);
-    assert_eq!(refused.json()["id"], 42, "the refusal echoes the request id");
-    assert_limited(&rest_call(server.addr, &keys.alice).await, "echo-per-caller", 60);
-    assert_limited(&a2a_call(server.addr, &keys.alice, 2).await, "echo-per-caller", 60);
+    assert_eq!(
+        refused.json()["id"],
+        42,
+        "the refusal echoes the request id"
+    );
+    assert_limited(
+        &rest_call(server.addr, &keys.alice).await,
+        "echo-per-caller",
+        60,
+    );
+    assert_limited(
+        &a2a_call(server.addr, &keys.alice, 2).await,
+        "echo-per-caller",
+        60,
+    );
 
     // Bob has a bucket of his own.
     assert_eq!(mcp_call(server.addr, &keys.bob, 3).await.status, 200);
@@ -214,7 +235,10 @@ rate = "3/min"
     )
     .await;
     assert!(
-        scrape.text().lines().any(|l| l == "sluice_rate_limited_total 3"),
+        scrape
+            .text()
+            .lines()
+            .any(|l| l == "sluice_rate_limited_total 3"),
         "{}",
         scrape.text()
     );
@@ -225,16 +249,25 @@ rate = "3/min"
             .filter(|r| r["outcome"] == "rejected" && r["error_code"] == "429")
             .collect();
         if rejected.len() == 3 {
-            let surfaces: Vec<&str> = rejected.iter().filter_map(|r| r["surface"].as_str()).collect();
+            let surfaces: Vec<&str> = rejected
+                .iter()
+                .filter_map(|r| r["surface"].as_str())
+                .collect();
             assert_eq!(surfaces, ["mcp", "rest", "a2a"], "{rejected:?}");
             for record in &rejected {
                 assert_eq!(record["caller"], "apikey:alice");
                 assert_eq!(record["tool"], "echo");
-                assert!(record["detail"].as_str().is_some_and(|d| d.contains("echo-per-caller")));
+                assert!(record["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("echo-per-caller")));
             }
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "{:?}", audit_records(&audit));
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            audit_records(&audit)
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -247,7 +280,12 @@ async fn failed_api_keys_from_one_address_are_throttled_before_their_check() {
         .await;
     let dir = TempDir::new("ratelimit-auth");
     let keys = Keys::new();
-    let text = config_text(api.addr, &keys, &dir.join("a.jsonl").display().to_string(), "");
+    let text = config_text(
+        api.addr,
+        &keys,
+        &dir.join("a.jsonl").display().to_string(),
+        "",
+    );
     let server = TestServer::toml(&text).start().await;
     let mut wrong = apikey::generate(PEPPER.as_bytes());
     // Alice's key id with another secret: a guess at her key.
@@ -270,7 +308,10 @@ async fn failed_api_keys_from_one_address_are_throttled_before_their_check() {
     )
     .await;
     assert!(
-        scrape.text().lines().any(|l| l == "sluice_auth_throttled_total 2"),
+        scrape
+            .text()
+            .lines()
+            .any(|l| l == "sluice_auth_throttled_total 2"),
         "{}",
         scrape.text()
     );
@@ -318,7 +359,12 @@ tool = "echo"
 rate = "10/h"
 "#;
     let file = dir.join("sluice.toml");
-    let text = config_text(api.addr, &keys, &dir.join("a.jsonl").display().to_string(), rules);
+    let text = config_text(
+        api.addr,
+        &keys,
+        &dir.join("a.jsonl").display().to_string(),
+        rules,
+    );
     std::fs::write(&file, text).expect("config file");
     let nodes = instances(&file, &url, &prefix, 3).await;
 
@@ -338,7 +384,11 @@ rate = "10/h"
             other => panic!("call {i}: {other} {}", reply.text()),
         }
     }
-    assert_eq!((passed, refused), (10, 20), "the limit holds in total, not per instance");
+    assert_eq!(
+        (passed, refused),
+        (10, 20),
+        "the limit holds in total, not per instance"
+    );
     drop(nodes);
     cleanup(&url, &prefix).await;
 }
@@ -360,7 +410,12 @@ async fn an_unreachable_store_fails_open_or_closed_as_each_rule_says() {
             "[[tenant.rate_limit]]\nid = \"r\"\nrate = \"1/h\"\non_store_error = \"{policy}\"\n"
         );
         let file = dir.join("sluice.toml");
-        let text = config_text(api.addr, &keys, &dir.join("a.jsonl").display().to_string(), &rules);
+        let text = config_text(
+            api.addr,
+            &keys,
+            &dir.join("a.jsonl").display().to_string(),
+            &rules,
+        );
         std::fs::write(&file, text).expect("config file");
         let server = instances(&file, &redis.url(), "store-down", 1)
             .await
@@ -379,7 +434,10 @@ async fn an_unreachable_store_fails_open_or_closed_as_each_rule_says() {
         )
         .await;
         assert!(
-            scrape.text().lines().any(|l| l == "sluice_rate_limit_store_errors_total 3"),
+            scrape
+                .text()
+                .lines()
+                .any(|l| l == "sluice_rate_limit_store_errors_total 3"),
             "{}",
             scrape.text()
         );

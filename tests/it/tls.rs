@@ -74,12 +74,14 @@ impl Pki {
 
     /// A server certificate for `localhost` and 127.0.0.1 with common name `cn`.
     fn server(&self, cn: &str) -> Leaf {
-        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
-            .expect("server params");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("server params");
         params
             .subject_alt_names
             .push(rcgen::SanType::IpAddress([127, 0, 0, 1].into()));
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
         self.sign(params)
     }
@@ -88,7 +90,9 @@ impl Pki {
     fn client(&self, cn: &str) -> Leaf {
         let mut params =
             rcgen::CertificateParams::new(Vec::<String>::new()).expect("client params");
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
         self.sign(params)
     }
@@ -123,7 +127,10 @@ async fn tls_server(dir: &TempDir, client_auth: &str, anonymous: bool) -> TestSe
     let ca = if client_auth == "none" {
         String::new()
     } else {
-        format!("client_ca = {:?}\nclient_auth = {client_auth:?}\n", path("ca.crt"))
+        format!(
+            "client_ca = {:?}\nclient_auth = {client_auth:?}\n",
+            path("ca.crt")
+        )
     };
     let certificate = if anonymous {
         ""
@@ -174,7 +181,11 @@ struct Seen {
 }
 
 /// A rustls client trusting `ca`, offering `alpn`, presenting `identity` when given.
-fn connector(ca: &CertificateDer<'static>, alpn: &[&[u8]], identity: Option<&Leaf>) -> TlsConnector {
+fn connector(
+    ca: &CertificateDer<'static>,
+    alpn: &[&[u8]],
+    identity: Option<&Leaf>,
+) -> TlsConnector {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.clone()).expect("ca root");
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -349,7 +360,11 @@ async fn curl_reaches_the_server_over_tls_with_http1_and_http2() {
             .await
             .expect("curl runs");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{flag}: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{flag}: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let (body, tail) = stdout.rsplit_once('\n').expect("status line");
         assert_eq!(tail, format!("200 {version}"), "{flag}: {stdout}");
         let body: Value = serde_json::from_str(body).expect("JSON body");
@@ -410,7 +425,11 @@ async fn admin_reload_swaps_the_certificate_and_keeps_open_connections() {
         .expect("reload answered");
     assert_eq!(status, StatusCode::OK, "{body}");
     let served = poll_common_name(server.addr, &tls, "server-two").await;
-    assert_eq!(served.as_deref(), Some("server-two"), "new connections get the new certificate");
+    assert_eq!(
+        served.as_deref(),
+        Some("server-two"),
+        "new connections get the new certificate"
+    );
     // The connection opened before the reload still serves.
     let (status, _) = open
         .send(post(server.addr, "/runtime/acme/app/mcp", PING, None))
@@ -420,8 +439,11 @@ async fn admin_reload_swaps_the_certificate_and_keeps_open_connections() {
 
     // A broken certificate file: the reload of the catalog goes through, TLS keeps the last good
     // certificate.
-    std::fs::write(dir.join("server.crt"), "-----BEGIN CERTIFICATE-----\nnot base64\n")
-        .expect("broken cert");
+    std::fs::write(
+        dir.join("server.crt"),
+        "-----BEGIN CERTIFICATE-----\nnot base64\n",
+    )
+    .expect("broken cert");
     let (status, body) = open
         .send(post(server.addr, "/admin/reload", "", Some(ADMIN_TOKEN)))
         .await
@@ -430,7 +452,9 @@ async fn admin_reload_swaps_the_certificate_and_keeps_open_connections() {
     // Give the reload task its turn, then check several fresh connections.
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     for _ in 0..3 {
-        let (_, _, cert) = connect(server.addr, &tls).await.expect("handshake after a bad reload");
+        let (_, _, cert) = connect(server.addr, &tls)
+            .await
+            .expect("handshake after a bad reload");
         assert_eq!(common_name(&cert).as_deref(), Some("server-two"));
     }
 }
@@ -475,7 +499,10 @@ async fn a_required_client_certificate_missing_fails_the_handshake() {
     ))
     .await
     .expect("no hang");
-    assert!(refused.is_err(), "served with a certificate from an unknown CA");
+    assert!(
+        refused.is_err(),
+        "served with a certificate from an unknown CA"
+    );
 
     // With a certificate of the CA, named by the client's rule: served.
     let agent = pki.client("agent-7");
@@ -543,7 +570,10 @@ async fn an_optional_client_certificate_authenticates_as_the_caller_its_rule_nam
         if let Some(record) = found {
             break record;
         }
-        assert!(tokio::time::Instant::now() < deadline, "no tools_list record: {text}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no tools_list record: {text}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
     assert_eq!(record["caller"], "mtls:robot-seven", "{record}");

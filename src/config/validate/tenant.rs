@@ -94,7 +94,10 @@ fn check_rate_limits(report: &mut Report, tloc: &Loc, tenant: &Tenant, clients: 
         }
         if let Some(client) = &rule.client {
             if !clients.contains(client.as_str()) {
-                report.push(&rloc, format!("client '{client}' is not a client of this tenant"));
+                report.push(
+                    &rloc,
+                    format!("client '{client}' is not a client of this tenant"),
+                );
             }
         }
     }
