@@ -59,7 +59,8 @@ pub use tenant::{
 };
 pub use tls::{ClientAuth, TlsSettings};
 pub use tool::{
-    Downstream, FederatedDownstream, FieldRule, FieldType, Location, RestDownstream, SchemaMode,
+    Downstream, FederatedDownstream, FieldRule, FieldType, Location, OversizePolicy, RestDownstream,
+    SchemaMode,
     Source, SourceCredential, SourceFields, Tool, DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME,
 };
 pub use validate::{

@@ -8,6 +8,7 @@
 //! surfaces map.
 
 pub(crate) mod budget;
+pub(crate) mod cap;
 pub mod client;
 pub(crate) mod correlation;
 pub(crate) mod error;

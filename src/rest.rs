@@ -28,6 +28,7 @@ use crate::catalog::{self, Catalog};
 use crate::http::negotiate::is_json_content_type;
 use crate::http::response::{self, Body};
 use crate::http::{body, Error, Target};
+use crate::invoke::cap::{self, Capped};
 use crate::invoke::{
     CallContext, CorrelationPolicy, ErrorClass, InvokeError, Invoker,
     EXTERNAL_CORRELATION_ID_HEADER,
@@ -269,9 +270,31 @@ impl Rest {
                 fault: output.body,
             });
         }
-        Ok(response::json(StatusCode::OK, output.body))
+        let Some(limit) = tool.def.max_result_bytes else {
+            return Ok(response::json(StatusCode::OK, output.body));
+        };
+        let policy = tool.def.on_oversize.unwrap_or_default();
+        match cap::apply(&output.body, limit, policy) {
+            Capped::Fits => Ok(response::json(StatusCode::OK, output.body)),
+            Capped::Cut(cut) => {
+                let mut answer = response::json(StatusCode::OK, cut.body);
+                // What was cut, as MCP says it in `_meta` (the JSON escapes control bytes).
+                if let Ok(value) = http::HeaderValue::from_maybe_shared(cut.meta) {
+                    answer.headers_mut().insert(TRUNCATED_HEADER, value);
+                }
+                Ok(answer)
+            }
+            Capped::Refused(text) => Err(Error::BadGateway {
+                message: text.into(),
+                id: None,
+            }),
+        }
     }
 }
+
+/// The header a REST answer cut to its tool's `max_result_bytes` carries: what was cut
+/// (`{"limitBytes":…,"originalBytes":…,"resultBytes":…,"cut":[…]}`).
+pub(crate) const TRUNCATED_HEADER: &str = "x-sluice-truncated";
 
 /// What one REST tool call is about.
 #[derive(Clone, Copy)]

@@ -317,10 +317,14 @@ impl Snapshot {
                                 continue;
                             }
                         };
+                    let mut def = tool.clone();
+                    // The toolset's result size defaults, where the tool sets none.
+                    def.max_result_bytes = def.max_result_bytes.or(toolset.max_result_bytes);
+                    def.on_oversize = def.on_oversize.or(toolset.on_oversize);
                     let built_tool = Arc::new(CatalogTool {
                         name: tool.name.as_str().into(),
                         toolset: toolset_id.clone(),
-                        def: tool.clone(),
+                        def,
                         plan: plan.clone(),
                         correlation: toolset.correlation.clone(),
                         correlation_header,

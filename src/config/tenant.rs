@@ -168,6 +168,12 @@ pub struct Toolset {
     /// What correlation id reaches the downstream.
     #[serde(default)]
     pub correlation: Correlation,
+    /// The default `max_result_bytes` of its tools (a tool's own wins).
+    #[serde(default)]
+    pub max_result_bytes: Option<usize>,
+    /// The default `on_oversize` of its tools (a tool's own wins).
+    #[serde(default)]
+    pub on_oversize: Option<super::OversizePolicy>,
     /// The tools.
     #[serde(default, rename = "tool")]
     pub tools: Vec<Tool>,

@@ -42,6 +42,15 @@ pub struct Tool {
     /// Whether downstream response fields without an output rule are kept (`true`) or dropped.
     #[serde(default)]
     pub keep_unmapped_output: bool,
+    /// Largest result (its JSON, as the model reads it) this tool returns; a larger one is
+    /// handled as `on_oversize` says. Unset: the toolset's, else no limit.
+    #[serde(default)]
+    pub max_result_bytes: Option<usize>,
+    /// What an over-limit result gets: `"truncate"` (default: arrays cut from their end until
+    /// it fits, `_meta` saying what was cut) or `"refuse"` (a tool error). Unset: the
+    /// toolset's, else `"truncate"`.
+    #[serde(default)]
+    pub on_oversize: Option<OversizePolicy>,
     /// Where the call goes.
     pub downstream: Downstream,
     /// Input field rules (exposed argument → downstream request).
@@ -54,6 +63,17 @@ pub struct Tool {
 
 fn yes() -> bool {
     true
+}
+
+/// What a result over `max_result_bytes` gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OversizePolicy {
+    /// Cut its arrays from the end until it fits.
+    #[default]
+    Truncate,
+    /// Answer a tool error instead.
+    Refuse,
 }
 
 /// How much of a tool's input schema is published in listings.

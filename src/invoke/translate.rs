@@ -463,6 +463,8 @@ mod tests {
             log_payloads: false,
             scope: None,
             keep_unmapped_output: false,
+            max_result_bytes: None,
+            on_oversize: None,
             downstream: Downstream::Rest(RestDownstream {
                 method: "POST".into(),
                 url: "http://h/x".into(),

@@ -76,6 +76,24 @@ impl Shapes {
         self.complete_cached.len()
     }
 
+    /// [`close`](Self::close) with members of our own in the result's `_meta` (`members`:
+    /// `"key":value` pairs, comma-separated); the stateless era's `serverInfo` joins them.
+    /// Never cached: only results with something to say take this path.
+    pub(crate) fn close_with_meta(&self, out: &mut BytesMut, era: Era, members: &[u8]) {
+        if era == Era::Stateless {
+            out.put_slice(b",\"resultType\":\"complete\"");
+        }
+        out.put_slice(b",\"_meta\":{");
+        out.put_slice(members);
+        if era == Era::Stateless {
+            out.put_u8(b',');
+            json::put_str(out, META_SERVER_INFO);
+            out.put_u8(b':');
+            out.put_slice(&self.server_info);
+        }
+        out.put_slice(b"}}");
+    }
+
     /// Closes a result object that `out` opened with `{` (and maybe some members): appends the
     /// era members and the closing brace.
     pub(crate) fn close(&self, out: &mut BytesMut, era: Era, cache: Cache) {

@@ -32,6 +32,39 @@ pub(super) fn success(d: &Dispatcher, scope: &Scope<'_>, result: &[u8], is_objec
     out.freeze()
 }
 
+/// [`success`] of a result cut to its tool's `max_result_bytes` (`crate::invoke::cap`): the
+/// text and `structuredContent` are the cut result, and `_meta` says what was cut under
+/// [`META_TRUNCATED`].
+pub(super) fn success_cut(
+    d: &Dispatcher,
+    scope: &Scope<'_>,
+    result: &[u8],
+    is_object: bool,
+    cut: &[u8],
+) -> Bytes {
+    let shapes = &d.prepared.shapes;
+    let mut out =
+        BytesMut::with_capacity(2 * result.len() + cut.len() + 128 + shapes.max_suffix_len());
+    out.put_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+    json::put_json_text_as_str(&mut out, result);
+    out.put_slice(b"}]");
+    if is_object {
+        out.put_slice(b",\"structuredContent\":");
+        out.put_slice(result);
+    }
+    out.put_slice(b",\"isError\":false");
+    let mut member = BytesMut::with_capacity(cut.len() + 32);
+    json::put_str(&mut member, META_TRUNCATED);
+    member.put_u8(b':');
+    member.put_slice(cut);
+    shapes.close_with_meta(&mut out, scope.era, &member);
+    out.freeze()
+}
+
+/// The `_meta` key of a cut result's description: `{"limitBytes":…,"originalBytes":…,
+/// "resultBytes":…,"cut":[{"path":<JSON Pointer>,"kept":…,"of":…}]}`.
+pub(crate) const META_TRUNCATED: &str = "io.sluice/truncated";
+
 /// `{"content":[{"type":"text","text":"<text>"}],"structuredContent":<fault>,"isError":true}`:
 /// a SOAP fault, the service's own message with its structured code and detail.
 pub(super) fn fault(d: &Dispatcher, scope: &Scope<'_>, text: &str, fault: &[u8]) -> Bytes {

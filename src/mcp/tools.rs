@@ -33,7 +33,9 @@ use super::{agents, federated, json, params, Dispatcher, McpError, Reply, Scope}
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
 use crate::catalog::{self, ClientView};
 use crate::config::Downstream;
-use crate::invoke::{CorrelationPolicy, ErrorClass};
+use crate::catalog::CatalogTool;
+use crate::invoke::cap::{self, Capped};
+use crate::invoke::{CorrelationPolicy, ErrorClass, InvokeOutput};
 use crate::jsonrpc::{echo, Payload};
 use crate::log_limit::{warn_limited, Kind};
 
@@ -152,7 +154,7 @@ pub(crate) async fn call(
                 }
                 result::fault(d, scope, text, &output.body)
             }
-            None => success(d, scope, &output.body, output.is_object),
+            None => capped(d, scope, tool, &output),
         },
         // A path value that would change which downstream path is called is refused as a
         // protocol error: unlike a missing or mistyped argument (a tool execution error the
@@ -206,5 +208,23 @@ fn discover_tool_schema(
             scope,
             "Invalid argument 'tool_id': no such tool is listed for this client.",
         )),
+    }
+}
+
+/// A successful call's result under its tool's result size guard (`max_result_bytes`): as is,
+/// cut (with `_meta` saying what was cut), or refused as a tool error.
+fn capped(d: &Dispatcher, scope: &Scope<'_>, tool: &CatalogTool, output: &InvokeOutput) -> Bytes {
+    let Some(limit) = tool.def.max_result_bytes else {
+        return success(d, scope, &output.body, output.is_object);
+    };
+    match cap::apply(&output.body, limit, tool.def.on_oversize.unwrap_or_default()) {
+        Capped::Fits => success(d, scope, &output.body, output.is_object),
+        Capped::Cut(cut) => result::success_cut(d, scope, &cut.body, output.is_object, &cut.meta),
+        Capped::Refused(text) => {
+            if let Some(slot) = scope.tool_error {
+                slot.set(ErrorClass::Downstream);
+            }
+            result::failure(d, scope, &text)
+        }
     }
 }

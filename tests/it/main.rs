@@ -25,6 +25,7 @@ mod mcp;
 mod mcp_http;
 mod ratelimit;
 mod rest;
+mod result_cap;
 mod session;
 mod soap;
 mod sse;

@@ -15,6 +15,8 @@ fn tool(method: &str, url: &str, inputs: Vec<FieldRule>) -> Tool {
         log_payloads: false,
         scope: None,
         keep_unmapped_output: false,
+        max_result_bytes: None,
+        on_oversize: None,
         downstream: Downstream::Rest(RestDownstream {
             method: method.into(),
             url: url.into(),

@@ -50,6 +50,9 @@ pub(super) fn check_toolsets<'a, C: ToolCompiler>(
                 ),
             );
         }
+        if toolset.max_result_bytes.is_some_and(|n| n < MIN_RESULT_BYTES) {
+            report.push(&sloc, format!("max_result_bytes must be at least {MIN_RESULT_BYTES}"));
+        }
         let mut tool_names = HashSet::new();
         let mut toolset_plans = Vec::with_capacity(toolset.tools.len());
         for tool in &toolset.tools {
@@ -64,6 +67,10 @@ pub(super) fn check_toolsets<'a, C: ToolCompiler>(
     (toolset_ids, tenant_plans)
 }
 
+/// The smallest `max_result_bytes`: room for `[]` or `{}` and a little more, so a cut result
+/// is never empty by construction.
+const MIN_RESULT_BYTES: usize = 16;
+
 /// Checks one tool; its compiled plan, or `None` when compiling it reported problems.
 fn check_tool<C: ToolCompiler>(
     report: &mut Report,
@@ -72,6 +79,9 @@ fn check_tool<C: ToolCompiler>(
     compiler: &C,
 ) -> Option<C::Plan> {
     let since = report.problems.len();
+    if tool.max_result_bytes.is_some_and(|n| n < MIN_RESULT_BYTES) {
+        report.push(loc, format!("max_result_bytes must be at least {MIN_RESULT_BYTES}"));
+    }
     if !is_valid_tool_name(&tool.name) {
         report.push(
             loc,
