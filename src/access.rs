@@ -101,6 +101,8 @@ pub struct Access {
     limiter: Limiter,
     /// Failed authentication attempts per source address and key id.
     throttle: AuthThrottle,
+    /// OpenTelemetry (`[telemetry]`); `None`: off, and no request is traced.
+    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 impl Access {
@@ -120,7 +122,28 @@ impl Access {
             audit,
             limiter,
             throttle,
+            telemetry: None,
         }
+    }
+
+    /// This gate, tracing every request with `telemetry`.
+    pub(crate) fn with_telemetry(
+        mut self,
+        telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    ) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
+    /// The trace of a request with these headers (their `traceparent` is its HTTP parent);
+    /// `None` while telemetry is off.
+    pub(crate) fn trace(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Option<Arc<crate::telemetry::RequestTrace>> {
+        self.telemetry
+            .as_ref()
+            .map(|telemetry| telemetry.request(headers))
     }
 
     /// The `Host` and `Origin` guard (preflights and CORS decoration use it too).

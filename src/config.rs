@@ -12,7 +12,8 @@
 //! The model is one file per level: `server.rs` (`[server]`), `audit.rs` and `logging.rs` (its
 //! `audit` and `log` tables), `cluster.rs` (`[cluster]`), `tenant.rs` (`[[tenant]]`: clients,
 //! keys, auth, toolsets, assignments), `tool.rs` (tools, downstreams, field rules), `soap.rs` (SOAP downstreams), `tls.rs` (`[server.tls]`),
-//! `rate_limit.rs` (`[[tenant.rate_limit]]`, `[server.auth_failures]`), `path.rs`
+//! `rate_limit.rs` (`[[tenant.rate_limit]]`, `[server.auth_failures]`), `telemetry.rs`
+//! (`[telemetry]`), `path.rs`
 //! (field paths as rules write them). Every type is re-exported here: callers name
 //! `crate::config::ServerSettings`, never the file it lives in.
 //!
@@ -30,6 +31,7 @@ mod path;
 mod rate_limit;
 mod server;
 mod soap;
+mod telemetry;
 mod tenant;
 mod tls;
 mod tool;
@@ -53,15 +55,16 @@ pub use path::{FieldPath, PathError, Segment};
 pub use rate_limit::{AuthFailureSettings, FailPolicy, Rate, RateDimension, RateLimitRule};
 pub use server::{PostFraming, ServerSettings, SourceResultsSettings};
 pub use soap::{SoapDownstream, SoapHeader, SoapHeaderField, SoapStyle, SoapVersion, WsSecurity};
+pub use telemetry::{OtlpProtocol, TelemetrySettings};
 pub use tenant::{
     ApiKey, Assignment, ClientApp, ClientCertificateRule, Correlation, CorrelationStrategy,
     JwtSettings, PromptMode, Tenant, TenantAuth, Toolset,
 };
 pub use tls::{ClientAuth, TlsSettings};
 pub use tool::{
-    Downstream, FederatedDownstream, FieldRule, FieldType, Location, OversizePolicy, RestDownstream,
-    SchemaMode,
-    Source, SourceCredential, SourceFields, Tool, DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME,
+    Downstream, FederatedDownstream, FieldRule, FieldType, Location, OversizePolicy,
+    RestDownstream, SchemaMode, Source, SourceCredential, SourceFields, Tool,
+    DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME,
 };
 pub use validate::{
     is_valid_id, is_valid_key_id, is_valid_tool_name, validate, CompileProblem, Loc, Problem,
@@ -79,6 +82,9 @@ pub struct Config {
     /// Several instances sharing sessions and stream routing through Redis.
     #[serde(default)]
     pub cluster: ClusterSettings,
+    /// OpenTelemetry traces (read once, at start).
+    #[serde(default)]
+    pub telemetry: TelemetrySettings,
     /// Tenants, in file order.
     #[serde(default, rename = "tenant")]
     pub tenants: Vec<Tenant>,

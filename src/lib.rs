@@ -70,6 +70,7 @@ pub mod session;
 pub(crate) mod shard;
 pub(crate) mod simd_scratch;
 pub mod sse;
+pub mod telemetry;
 pub mod transport;
 
 pub use server::{serve, ServeConfig};

@@ -331,12 +331,15 @@ async fn serve(path: &Path, listen: Option<SocketAddr>) -> anyhow::Result<()> {
                 .with_context(|| format!("[server] listen = {configured:?} is not an address"))?
         }
     };
-    // `[cluster]` is read once, at start (a reload does not move an instance to another Redis).
-    let cluster = config::load(path)
-        .map(|file| file.cluster)
+    // `[cluster]` and `[telemetry]` are read once, at start (a reload does not move an instance
+    // to another Redis or collector).
+    let (cluster, telemetry) = config::load(path)
+        .map(|file| (file.cluster, file.telemetry))
         .unwrap_or_default();
     reload_on_sighup(Arc::clone(&catalog))?;
-    let config = sluice::ServeConfig::from_catalog(catalog).with_cluster(&cluster);
+    let config = sluice::ServeConfig::from_catalog(catalog)
+        .with_cluster(&cluster)
+        .with_telemetry(&telemetry);
     run(listen, config, |_| ()).await
 }
 

@@ -40,6 +40,7 @@ mod resources;
 mod result;
 pub(crate) mod subscriptions;
 mod tools;
+mod trace;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -454,6 +455,22 @@ impl Dispatcher {
 
     /// Handles one request. `tools/call` awaits the downstream; dropping the future cancels it.
     pub async fn request(
+        &self,
+        scope: &Scope<'_>,
+        method: &str,
+        params: Option<&Payload<'_>>,
+    ) -> Result<Reply, McpError> {
+        let Some(trace) = &scope.call.trace else {
+            return self.audited(scope, method, params).await;
+        };
+        let span = trace::open(trace, scope, method, params);
+        let outcome = self.audited(scope, method, params).await;
+        trace::close(span, scope, &outcome);
+        outcome
+    }
+
+    /// [`Dispatcher::request`] with its audit record.
+    async fn audited(
         &self,
         scope: &Scope<'_>,
         method: &str,

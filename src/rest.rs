@@ -105,7 +105,24 @@ impl Rest {
         B::Error: std::fmt::Display,
     {
         let started = Instant::now();
-        let ctx = CallContext::from_headers(&parts.headers);
+        let ctx =
+            CallContext::from_headers(&parts.headers).traced(self.access.trace(&parts.headers));
+        let span = ctx.trace.as_ref().map(|trace| {
+            use crate::telemetry::Attribute;
+            let mut attributes = vec![
+                Attribute::new("http.request.method", "POST"),
+                Attribute::new("http.route", REST_ROUTE),
+                Attribute::new("gen_ai.tool.name", name.to_owned()),
+                Attribute::new("gen_ai.operation.name", "execute_tool"),
+            ];
+            if let Some(external) = &ctx.external_correlation_id {
+                attributes.push(Attribute::new(
+                    "sluice.external_correlation_id",
+                    external.as_str().to_owned(),
+                ));
+            }
+            trace.server_span(format!("POST {REST_ROUTE}"), None, attributes)
+        });
         let call_type = if name == catalog::schema::DISCOVER_TOOL_NAME {
             CallType::SchemaDiscovery
         } else {
@@ -129,6 +146,23 @@ impl Rest {
             .call_inner(parts, body, target, name, &ctx, &admitted)
             .await;
         let mut response = result.unwrap_or_else(Error::into_response);
+        if let Some(span) = span {
+            use crate::telemetry::Attribute;
+            let status = response.status().as_u16();
+            span.set(Attribute::new(
+                "http.response.status_code",
+                i64::from(status),
+            ));
+            if ctx.execution_id.is_minted() {
+                span.set(Attribute::new(
+                    "sluice.execution_id",
+                    ctx.execution_id.as_str().to_owned(),
+                ));
+            }
+            if status >= 400 {
+                span.fail(status.to_string());
+            }
+        }
         if self.audit.is_enabled() {
             let status = response.status();
             let outcome = if status.is_success() {
@@ -291,6 +325,9 @@ impl Rest {
         }
     }
 }
+
+/// The route template of a REST tool call (`http.route`).
+const REST_ROUTE: &str = "/runtime/{tenant}/{client}/tools/{name}";
 
 /// The header a REST answer cut to its tool's `max_result_bytes` carries: what was cut
 /// (`{"limitBytes":…,"originalBytes":…,"resultBytes":…,"cut":[…]}`).

@@ -42,6 +42,7 @@ use crate::metrics::Metrics;
 use crate::ratelimit::{AuthThrottle, Counters, Limiter};
 use crate::rest::Rest;
 use crate::session::{Bus, Sessions};
+use crate::telemetry::Telemetry;
 use crate::transport::stream::{
     spawn_janitor, StreamConfig, StreamRegistry, DEFAULT_SWEEP_INTERVAL,
 };
@@ -150,13 +151,18 @@ pub async fn serve(
     };
     let throttle = AuthThrottle::new(&config.auth_failures, Arc::clone(&limiter.counters));
     register_rate_limit_metrics(&metrics, &limiter.counters);
-    let access = Arc::new(Access::new(
-        Authenticator::new(config.api_key_pepper.clone()),
-        &public_base,
-        guard,
-        audit.clone(),
-        (limiter, throttle),
-    ));
+    let telemetry = Telemetry::start(&config.telemetry)
+        .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
+    let access = Arc::new(
+        Access::new(
+            Authenticator::new(config.api_key_pepper.clone()),
+            &public_base,
+            guard,
+            audit.clone(),
+            (limiter, throttle),
+        )
+        .with_telemetry(telemetry.clone()),
+    );
     let invoker = Arc::new(Invoker::new(config.invoker).with_metrics(Arc::clone(&metrics)));
     let dispatcher = Arc::new(
         Dispatcher::new(dispatcher_config, Arc::clone(&invoker))
@@ -333,8 +339,11 @@ pub async fn serve(
     if let Some(cluster) = cluster {
         cluster.abort();
     }
-    // Everything recorded before the listener stopped reaches the sink.
+    // Everything recorded before the listener stopped reaches the sink (and the collector).
     audit_writer.shutdown().await;
+    if let Some(telemetry) = telemetry {
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    }
     result
 }
 

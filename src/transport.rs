@@ -166,3 +166,19 @@ impl Transport {
         handshake::session_error(err)
     }
 }
+
+/// The call context of one MCP message: its external correlation id and, with telemetry on,
+/// its trace (the HTTP `traceparent` as parent, the JSON-RPC id noted for the server span).
+pub(crate) fn call_context(
+    transport: &Transport,
+    parts: &http::request::Parts,
+    external: Option<crate::invoke::correlation::ExternalCorrelationId>,
+    message: &crate::jsonrpc::Message<'_>,
+) -> crate::invoke::CallContext {
+    let call =
+        crate::invoke::CallContext::new(external).traced(transport.access.trace(&parts.headers));
+    if let (Some(trace), crate::jsonrpc::Message::Request { id, .. }) = (&call.trace, message) {
+        trace.set_request_id(&id.to_string());
+    }
+    call
+}

@@ -167,6 +167,8 @@ pub(crate) struct Call<'a> {
     pub id: Bytes,
     /// The tool a send names, for the call's audit record.
     pub tool: parking_lot::Mutex<Option<String>>,
+    /// The request's trace (`[telemetry]` on): the task's tool call hangs under its span.
+    pub trace: Option<Arc<crate::telemetry::RequestTrace>>,
 }
 
 impl Agent {
@@ -336,7 +338,29 @@ impl Agent {
             version,
             id: request.id.clone(),
             tool: parking_lot::Mutex::new(None),
+            trace: self.access.trace(&parts.headers),
         };
+        let span = call.trace.as_ref().map(|trace| {
+            use crate::telemetry::Attribute;
+            let name = method.unwrap_or("unknown");
+            let mut attributes = vec![
+                Attribute::new("rpc.system", "jsonrpc"),
+                Attribute::new("rpc.method", name),
+                Attribute::new(
+                    "jsonrpc.request.id",
+                    String::from_utf8_lossy(&call.id)
+                        .trim_matches('"')
+                        .to_owned(),
+                ),
+            ];
+            if let Some(external) = &admitted.external {
+                attributes.push(Attribute::new(
+                    "sluice.external_correlation_id",
+                    external.as_str().to_owned(),
+                ));
+            }
+            trace.server_span(format!("A2A {name}"), None, attributes)
+        });
         let Some(method) = method else {
             let err = A2aError::MethodNotFound(request.method.clone());
             self.finish(
@@ -367,6 +391,16 @@ impl Agent {
             Err(err) => Err(Fail::A2a(err)),
         };
         let tool = call.tool.lock().take();
+        if let (Some(span), Err(_)) = (&span, &outcome) {
+            span.fail("a2a_error".to_owned());
+        }
+        if let (Some(span), Some(tool)) = (&span, &tool) {
+            span.set(crate::telemetry::Attribute::new(
+                "gen_ai.tool.name",
+                tool.clone(),
+            ));
+        }
+        drop(span);
         self.finish(&call, method, started, &outcome, tool.as_deref())
             .await;
         match outcome {

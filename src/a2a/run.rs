@@ -79,6 +79,7 @@ pub(crate) async fn start(
         view: Arc::clone(&call.admitted.view),
         caller: call.admitted.caller.clone(),
         external: call.admitted.external.clone(),
+        trace: call.trace.clone(),
     };
     tokio::spawn(job.run(message, rx));
     Ok(Some(finished))
@@ -143,6 +144,8 @@ struct Job {
     view: Arc<ClientView>,
     caller: Caller,
     external: Option<ExternalCorrelationId>,
+    /// The trace of the request that started the task.
+    trace: Option<Arc<crate::telemetry::RequestTrace>>,
 }
 
 impl Job {
@@ -251,7 +254,7 @@ impl Job {
                 };
             }
         };
-        let context = CallContext::new(self.external.clone());
+        let context = CallContext::new(self.external.clone()).traced(self.trace.clone());
         let scope = Scope::new(
             &self.owner.tenant,
             &self.owner.client,

@@ -192,6 +192,7 @@ pub fn validate<C: ToolCompiler>(
 ) -> Result<Validated<C::Plan>, Report> {
     let mut report = Report::default();
     server::check(&mut report, &config.server);
+    server::check_telemetry(&mut report, &config.telemetry);
     cluster::check(&mut report, &config.cluster);
     // After `[cluster]`: the order `sluice check` has always listed these problems in.
     server::check_limits(&mut report, &config.server);

@@ -92,7 +92,10 @@ fn choose(arrays: &[Array], excess: usize) -> Option<Vec<Keep>> {
             break;
         }
         let array = &arrays[index];
-        if dropped.iter().any(|&(from, to)| array.open >= from && array.close <= to) {
+        if dropped
+            .iter()
+            .any(|&(from, to)| array.open >= from && array.close <= to)
+        {
             continue;
         }
         let n = array.elements.len();
@@ -101,7 +104,11 @@ fn choose(arrays: &[Array], excess: usize) -> Option<Vec<Keep>> {
             kept -= 1;
             let (start, end) = array.elements[kept];
             // An element goes with the comma before it (the first with nothing).
-            let from = if kept == 0 { start } else { array.elements[kept - 1].1 };
+            let from = if kept == 0 {
+                start
+            } else {
+                array.elements[kept - 1].1
+            };
             saved += end - from;
         }
         if kept < n {

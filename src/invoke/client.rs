@@ -371,6 +371,11 @@ impl Invoker {
         any_status: bool,
     ) -> Result<(http::StatusCode, ResponseBody), InvokeError> {
         let timeout = plan.timeout.unwrap_or(self.config.default_timeout);
+        let mut request = request;
+        // With telemetry on: a CLIENT span under the request's span, its context sent on.
+        let span = ctx
+            .and_then(|ctx| ctx.trace.as_ref())
+            .map(|trace| client_span(trace, &mut request));
         let exchange = async {
             let _slot = self.limiter.acquire(tenant).await;
             let (response, mut lease) = self.pool.send(request).await.map_err(|e| match e {
@@ -419,6 +424,13 @@ impl Invoker {
         if let (Err(err), Some(metrics)) = (&result, &self.metrics) {
             metrics.downstream_error(err.metric_code());
         }
+        if let Some(span) = span {
+            match &result {
+                Ok((status, _)) => span.status(status.as_u16()),
+                Err(InvokeError::Status(status)) => span.status(status.as_u16()),
+                Err(err) => span.fail(err.metric_code()),
+            }
+        }
         result
     }
 
@@ -461,6 +473,33 @@ impl Invoker {
             fault: None,
         })
     }
+}
+
+/// The CLIENT span of one downstream request (`{METHOD}`, `http.request.method`, `url.full`
+/// without its query, `server.address`), its trace context written into the request's headers.
+fn client_span(
+    trace: &crate::telemetry::RequestTrace,
+    request: &mut Request<Full<Bytes>>,
+) -> crate::telemetry::ClientSpan {
+    use crate::telemetry::Attribute;
+    let method = request.method().as_str().to_owned();
+    let uri = request.uri();
+    let mut attributes = vec![
+        Attribute::new("http.request.method", method.clone()),
+        Attribute::new(
+            "url.full",
+            format!(
+                "{}://{}{}",
+                uri.scheme_str().unwrap_or("http"),
+                uri.authority().map_or("", |a| a.as_str()),
+                uri.path()
+            ),
+        ),
+    ];
+    if let Some(host) = uri.host() {
+        attributes.push(Attribute::new("server.address", host.to_owned()));
+    }
+    trace.client_span(method, attributes, request.headers_mut())
 }
 
 /// A downstream body as read, with its bytes counted against the answer budget until it is

@@ -13,6 +13,8 @@
 
 use std::sync::atomic::{AtomicU16, Ordering};
 
+use std::sync::Arc;
+
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::catalog::CatalogTool;
@@ -139,8 +141,7 @@ impl LazyExecutionId {
         *self.0.get_or_init(ExecutionId::generate)
     }
 
-    /// Whether the id was minted already (tests).
-    #[cfg(test)]
+    /// Whether the id was minted already (a call reached a downstream, or a record named it).
     pub(crate) fn is_minted(&self) -> bool {
         self.0.get().is_some()
     }
@@ -189,6 +190,9 @@ pub struct CallContext {
     pub external_correlation_id: Option<ExternalCorrelationId>,
     /// The downstream's status once it answered (for the record of a cancelled call).
     pub downstream_status: DownstreamStatus,
+    /// The request's trace (`[telemetry]` on): downstream calls open CLIENT spans under it and
+    /// carry its `traceparent`.
+    pub trace: Option<Arc<crate::telemetry::RequestTrace>>,
 }
 
 impl CallContext {
@@ -198,7 +202,14 @@ impl CallContext {
             execution_id: LazyExecutionId::default(),
             external_correlation_id,
             downstream_status: DownstreamStatus::default(),
+            trace: None,
         }
+    }
+
+    /// The same, traced by `trace`.
+    pub(crate) fn traced(mut self, trace: Option<Arc<crate::telemetry::RequestTrace>>) -> Self {
+        self.trace = trace;
+        self
     }
 
     /// Reads `X-Correlation-Id` from the client's request headers, applying the acceptance

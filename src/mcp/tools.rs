@@ -31,9 +31,9 @@ use super::page::{self, ListKind};
 use super::result::{self, failure, success};
 use super::{agents, federated, json, params, Dispatcher, McpError, Reply, Scope};
 use crate::catalog::schema::DISCOVER_TOOL_NAME;
+use crate::catalog::CatalogTool;
 use crate::catalog::{self, ClientView};
 use crate::config::Downstream;
-use crate::catalog::CatalogTool;
 use crate::invoke::cap::{self, Capped};
 use crate::invoke::{CorrelationPolicy, ErrorClass, InvokeOutput};
 use crate::jsonrpc::{echo, Payload};
@@ -217,7 +217,11 @@ fn capped(d: &Dispatcher, scope: &Scope<'_>, tool: &CatalogTool, output: &Invoke
     let Some(limit) = tool.def.max_result_bytes else {
         return success(d, scope, &output.body, output.is_object);
     };
-    match cap::apply(&output.body, limit, tool.def.on_oversize.unwrap_or_default()) {
+    match cap::apply(
+        &output.body,
+        limit,
+        tool.def.on_oversize.unwrap_or_default(),
+    ) {
         Capped::Fits => success(d, scope, &output.body, output.is_object),
         Capped::Cut(cut) => result::success_cut(d, scope, &cut.body, output.is_object, &cut.meta),
         Capped::Refused(text) => {

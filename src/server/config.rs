@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use crate::catalog::Catalog;
 use crate::config::{
     A2aSettings, AuditSettings, AuthFailureSettings, ClusterSettings, Config, PostFraming,
-    ServerSettings, TlsSettings,
+    ServerSettings, TelemetrySettings, TlsSettings,
 };
 use crate::http::Limits;
 use crate::invoke::InvokerConfig;
@@ -68,6 +68,8 @@ pub struct ServeConfig {
     /// TLS termination (`[server.tls]`); plain HTTP when `None`. The files are read at start
     /// (unreadable → [`super::serve`] fails) and again after every catalog reload.
     pub tls: Option<TlsSettings>,
+    /// OpenTelemetry traces (`[telemetry]`, read once at start like `[cluster]`); off by default.
+    pub telemetry: TelemetrySettings,
     /// Failed authentication attempts allowed per address and key id (`[server.auth_failures]`).
     pub auth_failures: AuthFailureSettings,
     /// Most process-local rate limit buckets (`[server] rate_limit_max_buckets`).
@@ -107,6 +109,7 @@ impl Default for ServeConfig {
             public_url: None,
             api_key_pepper: None,
             tls: None,
+            telemetry: TelemetrySettings::default(),
             auth_failures: AuthFailureSettings::default(),
             rate_limit_max_buckets: crate::ratelimit::DEFAULT_MAX_BUCKETS,
             audit: AuditSettings::default(),
@@ -185,6 +188,7 @@ impl ServeConfig {
             public_url: settings.public_url.clone(),
             api_key_pepper: settings.api_key_pepper.clone().map(String::into_bytes),
             tls: settings.tls.clone(),
+            telemetry: TelemetrySettings::default(),
             auth_failures: settings.auth_failures.clone(),
             rate_limit_max_buckets: settings.rate_limit_max_buckets.max(1),
             audit: settings.audit.clone(),
@@ -208,6 +212,12 @@ impl ServeConfig {
             ..RedisConfig::new(url).with_prefix(cluster.key_prefix.clone())
         });
         self.expected_instances = cluster.expected_instances;
+        self
+    }
+
+    /// The same with the file's `[telemetry]` section (read once, at start).
+    pub fn with_telemetry(mut self, telemetry: &TelemetrySettings) -> Self {
+        self.telemetry = telemetry.clone();
         self
     }
 }

@@ -100,7 +100,7 @@ pub(crate) async fn post(
     let version = header_version
         .or(session.as_ref().map(|s| s.info.version))
         .unwrap_or(ProtocolVersion::DEFAULT_HANDSHAKE);
-    let call = CallContext::new(admitted.external.clone());
+    let call = super::call_context(transport, parts, admitted.external.clone(), &message);
     let scope = Scope::new(
         &target.tenant,
         &target.client,

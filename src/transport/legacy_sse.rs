@@ -40,7 +40,6 @@ use crate::auth::Caller;
 use crate::http::negotiate::{is_json_content_type, Accept};
 use crate::http::response::{self, Body};
 use crate::http::{Error, Target};
-use crate::invoke::CallContext;
 use crate::jsonrpc::{self, Message};
 use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::{NotificationEffect, Reply, Scope};
@@ -189,7 +188,7 @@ where
     let message = jsonrpc::parse_with(&mut parsed, &transport.settings.json_limits)
         .map_err(streamable::parse_error)?;
     streamable::admit_tool_call(transport, &view, &caller, Endpoint::LegacySse, &message).await?;
-    let call = CallContext::new(external);
+    let call = super::call_context(transport, parts, external, &message);
 
     if matches!(message, Message::Request { .. })
         && transport.bus.is_shared()

@@ -59,7 +59,11 @@ pub(crate) async fn post(
     let params = params.as_ref();
     let version = validate(parts, id, method, params)?;
 
-    let call = CallContext::new(admitted.external.clone());
+    let call =
+        CallContext::new(admitted.external.clone()).traced(transport.access.trace(&parts.headers));
+    if let Some(trace) = &call.trace {
+        trace.set_request_id(&id.to_string());
+    }
     let scope = Scope::new(
         &target.tenant,
         &target.client,

@@ -7,7 +7,8 @@
 # downstream API (downstream.py) and two `sluice serve` on free loopback ports with the fixture
 # configuration (as is, and with `post_framing = "json"`), waits for /healthz, runs test_python_sdk.py,
 # then test_tls_sdk.py (the SDK over HTTPS and mTLS, against two instances it starts itself with a
-# test CA it makes), then tests/interop/ts/resumption.mjs against the main (default-configuration) instance with the
+# test CA it makes), then test_otlp.py (traces against an OTLP receiver on opentelemetry-proto), then
+# tests/interop/ts/resumption.mjs against the main (default-configuration) instance with the
 # machine's Node (>= 18; `npm ci` into target/interop-ts, reused while the lock file is unchanged),
 # and always stops what it started. Each suite prints its own `N passed, N failed`; the last line
 # printed is the combined `N passed, N failed`; the exit status is non-zero on any failure.
@@ -157,6 +158,16 @@ if ! [[ "$tls_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
   status=1
 fi
 
+# --- the checks: OpenTelemetry traces against an OTLP receiver on opentelemetry-proto ---
+otlp_summary="$work/otlp-summary"
+SLUICE_BIN="$sluice" INTEROP_SUMMARY="$otlp_summary" timeout 180 "$py" "$here/test_otlp.py" || status=$?
+otlp_line=$(tail -1 "$otlp_summary" 2>/dev/null || true)
+if ! [[ "$otlp_line" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
+  echo "the OTLP suite wrote no summary" >&2
+  otlp_line="0 passed, 1 failed"
+  status=1
+fi
+
 # --- the checks: the TypeScript suite (the pinned SDK, reused while package-lock.json is unchanged) ---
 ts_pinned="$here/ts"
 ts_dir="$root/target/interop-ts"
@@ -197,5 +208,6 @@ fi
 read -r py_passed _ py_failed _ <<<"${py_line//,/}"
 read -r ts_passed _ ts_failed _ <<<"${ts_line//,/}"
 read -r tls_passed _ tls_failed _ <<<"${tls_line//,/}"
-echo "$((py_passed + ts_passed + tls_passed)) passed, $((py_failed + ts_failed + tls_failed)) failed"
+read -r otlp_passed _ otlp_failed _ <<<"${otlp_line//,/}"
+echo "$((py_passed + ts_passed + tls_passed + otlp_passed)) passed, $((py_failed + ts_failed + tls_failed + otlp_failed)) failed"
 exit "$status"

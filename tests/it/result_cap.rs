@@ -78,7 +78,10 @@ async fn call(server: &TestServer, tool: &str) -> Value {
     let reply = support::post(
         server.addr,
         support::MCP,
-        &[("mcp-session-id", &id), ("mcp-protocol-version", "2025-11-25")],
+        &[
+            ("mcp-session-id", &id),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
         &support::call_body(1, tool, json!({})),
     )
     .await;
@@ -94,7 +97,10 @@ async fn an_oversized_result_is_cut_from_the_end_of_its_array_with_meta_saying_s
     let text = result["content"][0]["text"].as_str().expect("text");
     assert!(text.len() <= 1000, "{} bytes", text.len());
     let from_text: Value = serde_json::from_str(text).expect("the text is JSON");
-    assert_eq!(from_text, result["structuredContent"], "text and structuredContent agree");
+    assert_eq!(
+        from_text, result["structuredContent"],
+        "text and structuredContent agree"
+    );
     let kept = from_text["customers"].as_array().expect("array").len();
     assert!(kept > 0 && kept < 200, "{kept}");
     assert_eq!(from_text["total"], 200);
@@ -109,7 +115,12 @@ async fn an_oversized_result_is_cut_from_the_end_of_its_array_with_meta_saying_s
     // Under a roomy limit nothing is cut and no _meta is added.
     let whole = call(&server, "roomy_list").await;
     assert!(whole.get("_meta").is_none(), "{whole}");
-    assert_eq!(whole["structuredContent"]["customers"].as_array().map(Vec::len), Some(200));
+    assert_eq!(
+        whole["structuredContent"]["customers"]
+            .as_array()
+            .map(Vec::len),
+        Some(200)
+    );
 }
 
 #[tokio::test]
@@ -135,6 +146,7 @@ async fn a_refusing_tool_answers_a_tool_error_and_rest_cuts_the_same_way() {
     assert!(reply.text().len() <= 1000);
     let body = reply.json();
     assert!(body["customers"].as_array().is_some_and(|c| c.len() < 200));
-    let meta: Value = serde_json::from_str(reply.header("x-sluice-truncated")).expect("meta header");
+    let meta: Value =
+        serde_json::from_str(reply.header("x-sluice-truncated")).expect("meta header");
     assert_eq!(meta["cut"][0]["path"], "/customers");
 }

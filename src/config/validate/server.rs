@@ -83,6 +83,32 @@ pub(super) fn check(report: &mut Report, server: &ServerSettings) {
     }
 }
 
+/// `[telemetry]`: a sampling ratio in [0, 1], an http(s) endpoint, a queue of at least one.
+pub(super) fn check_telemetry(report: &mut Report, telemetry: &crate::config::TelemetrySettings) {
+    if !telemetry.enabled {
+        return;
+    }
+    let loc = Loc::root().with("telemetry", "");
+    if !(0.0..=1.0).contains(&telemetry.sampling_ratio) {
+        report.push(&loc, "sampling_ratio must be between 0.0 and 1.0");
+    }
+    let ok = telemetry.endpoint.parse::<http::Uri>().is_ok_and(|uri| {
+        matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some()
+    });
+    if !ok {
+        report.push(
+            &loc,
+            format!("endpoint '{}' must be an http(s) URL", telemetry.endpoint),
+        );
+    }
+    if telemetry.max_queue_spans == 0 || telemetry.export_timeout_ms == 0 {
+        report.push(
+            &loc,
+            "max_queue_spans and export_timeout_ms must be at least 1",
+        );
+    }
+}
+
 /// The limits a zero would turn into "refuse everything": federated read limits, connection
 /// timeouts, the JSON depth and the downstream answer size.
 pub(super) fn check_limits(report: &mut Report, server: &ServerSettings) {

@@ -50,8 +50,14 @@ pub(super) fn check_toolsets<'a, C: ToolCompiler>(
                 ),
             );
         }
-        if toolset.max_result_bytes.is_some_and(|n| n < MIN_RESULT_BYTES) {
-            report.push(&sloc, format!("max_result_bytes must be at least {MIN_RESULT_BYTES}"));
+        if toolset
+            .max_result_bytes
+            .is_some_and(|n| n < MIN_RESULT_BYTES)
+        {
+            report.push(
+                &sloc,
+                format!("max_result_bytes must be at least {MIN_RESULT_BYTES}"),
+            );
         }
         let mut tool_names = HashSet::new();
         let mut toolset_plans = Vec::with_capacity(toolset.tools.len());
@@ -80,7 +86,10 @@ fn check_tool<C: ToolCompiler>(
 ) -> Option<C::Plan> {
     let since = report.problems.len();
     if tool.max_result_bytes.is_some_and(|n| n < MIN_RESULT_BYTES) {
-        report.push(loc, format!("max_result_bytes must be at least {MIN_RESULT_BYTES}"));
+        report.push(
+            loc,
+            format!("max_result_bytes must be at least {MIN_RESULT_BYTES}"),
+        );
     }
     if !is_valid_tool_name(&tool.name) {
         report.push(

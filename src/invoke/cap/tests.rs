@@ -70,12 +70,19 @@ fn strings_with_brackets_commas_and_escapes_are_not_mistaken_for_structure() {
 
 #[test]
 fn nested_arrays_inside_dropped_elements_are_not_cut_twice() {
-    let value = json!([[1, 2, 3, 4, 5, 6, 7, 8], [9, 10, 11, 12, 13, 14, 15, 16], [17, 18, 19, 20, 21, 22, 23, 24]]);
+    let value = json!([
+        [1, 2, 3, 4, 5, 6, 7, 8],
+        [9, 10, 11, 12, 13, 14, 15, 16],
+        [17, 18, 19, 20, 21, 22, 23, 24]
+    ]);
     let (result, meta) = parsed(&cut(&value, 30));
     assert!(result.to_string().len() <= 30, "{result}");
     let cuts = meta["cut"].as_array().expect("cuts");
     assert_eq!(cuts[0]["path"], "");
-    assert!(cuts.iter().all(|c| c["kept"].as_u64() < c["of"].as_u64()), "{meta}");
+    assert!(
+        cuts.iter().all(|c| c["kept"].as_u64() < c["of"].as_u64()),
+        "{meta}"
+    );
 }
 
 #[test]
@@ -89,7 +96,10 @@ fn a_result_with_nothing_to_cut_or_a_refusing_tool_is_refused_with_a_reason() {
     let Capped::Refused(text) = apply(&body, 10, OversizePolicy::Refuse) else {
         panic!("refuse policy");
     };
-    assert!(text.contains("over this tool's max_result_bytes (10)"), "{text}");
+    assert!(
+        text.contains("over this tool's max_result_bytes (10)"),
+        "{text}"
+    );
     // Not JSON at all (never produced by a translation, but never a panic either).
     assert!(matches!(
         apply(&Bytes::from_static(b"[1,2,"), 2, OversizePolicy::Truncate),
@@ -145,7 +155,8 @@ mod props {
             }
             (Value::Object(a), Value::Object(b)) => {
                 a.len() == b.len()
-                    && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| is_pruned(v, w)))
+                    && a.iter()
+                        .all(|(k, v)| b.get(k).is_some_and(|w| is_pruned(v, w)))
             }
             (a, b) => a == b,
         }

@@ -1,0 +1,339 @@
+//! OpenTelemetry traces: the OTLP exporter (`[telemetry]`), the W3C trace context read from a
+//! request (HTTP `traceparent`/`tracestate`/`baggage` and the same keys in an MCP request's
+//! `params._meta`) and written into every downstream request, and the spans themselves.
+//!
+//! Off by default, and then free: nothing here runs — [`crate::access::Access::trace`] hands out
+//! no [`RequestTrace`], so every `if let Some(trace)` on the request path is one branch. On,
+//! each request gets a [`RequestTrace`] (its HTTP parent context); the surface that knows what
+//! the request is opens a [`ServerSpan`] (MCP in `mcp.rs`, REST in `rest.rs`, A2A in
+//! `a2a/rpc.rs`), which becomes the parent of the CLIENT span of each downstream call
+//! (`invoke/client.rs`). A `_meta` context is the server span's parent and the HTTP one a link
+//! (the MCP semantic conventions: the message's context is the caller's intent, the HTTP one
+//! the transport's). Spans are batched and exported off the request path; a full queue drops
+//! spans, never blocks.
+//!
+//! Must not know MCP methods or HTTP routes: the surfaces name spans and set attributes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::HeaderMap;
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::{
+    Link, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
+};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use opentelemetry_sdk::trace::{
+    span_processor_with_async_runtime::BatchSpanProcessor, BatchConfigBuilder, Sampler, SdkTracer,
+    SdkTracerProvider,
+};
+use parking_lot::Mutex;
+
+use crate::config::{OtlpProtocol, TelemetrySettings};
+
+pub use opentelemetry::KeyValue as Attribute;
+
+/// Why telemetry could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// The OTLP exporter could not be built (a bad endpoint).
+    #[error("OTLP exporter: {0}")]
+    Exporter(String),
+}
+
+/// The process's tracer and propagators. One per server.
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+    trace_context: TraceContextPropagator,
+    baggage: BaggagePropagator,
+}
+
+impl std::fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Telemetry").finish_non_exhaustive()
+    }
+}
+
+impl Telemetry {
+    /// Starts the exporter `settings` describe, or nothing when they are off. Needs a tokio
+    /// runtime (the batch exporter runs on it).
+    pub fn start(settings: &TelemetrySettings) -> Result<Option<Arc<Telemetry>>, TelemetryError> {
+        if !settings.enabled {
+            return Ok(None);
+        }
+        let timeout = Duration::from_millis(settings.export_timeout_ms.max(1));
+        let exporter = match settings.protocol {
+            OtlpProtocol::HttpProtobuf => opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(settings.endpoint.clone())
+                .with_timeout(timeout)
+                .build(),
+            OtlpProtocol::Grpc => opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(settings.endpoint.clone())
+                .with_timeout(timeout)
+                .build(),
+        }
+        .map_err(|err| TelemetryError::Exporter(err.to_string()))?;
+        let batch = BatchConfigBuilder::default()
+            .with_max_queue_size(settings.max_queue_spans.max(1))
+            .with_scheduled_delay(Duration::from_millis(500))
+            .build();
+        let processor = BatchSpanProcessor::builder(exporter, opentelemetry_sdk::runtime::Tokio)
+            .with_batch_config(batch)
+            .build();
+        let ratio = settings.sampling_ratio.clamp(0.0, 1.0);
+        let resource = opentelemetry_sdk::Resource::builder()
+            .with_service_name(settings.service_name.clone())
+            .build();
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(processor)
+            .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+                ratio,
+            ))))
+            .with_resource(resource)
+            .build();
+        let tracer = provider.tracer("sluice");
+        Ok(Some(Arc::new(Telemetry {
+            provider,
+            tracer,
+            trace_context: TraceContextPropagator::new(),
+            baggage: BaggagePropagator::new(),
+        })))
+    }
+
+    /// Exports what is queued and stops the exporter (at the end of the drain).
+    pub fn shutdown(&self) {
+        if let Err(err) = self.provider.shutdown() {
+            tracing::warn!(%err, "telemetry shutdown");
+        }
+    }
+
+    /// The trace state of one request: the context its HTTP headers carry.
+    pub(crate) fn request(self: &Arc<Self>, headers: &HeaderMap) -> Arc<RequestTrace> {
+        let http = self.extract(&HeaderSource(headers));
+        Arc::new(RequestTrace {
+            telemetry: Arc::clone(self),
+            current: Mutex::new(http.clone()),
+            http,
+            request_id: Mutex::new(None),
+        })
+    }
+
+    fn extract(&self, source: &dyn Extractor) -> Context {
+        let cx = self.trace_context.extract(source);
+        self.baggage.extract_with_context(&cx, source)
+    }
+}
+
+// === RequestTrace ===
+
+/// One request's trace state, carried in its `CallContext`: the HTTP parent and the context
+/// downstream calls hang under (the server span once one is open).
+pub struct RequestTrace {
+    telemetry: Arc<Telemetry>,
+    http: Context,
+    current: Mutex<Context>,
+    /// The JSON-RPC id of the request, as its JSON text (`jsonrpc.request.id`).
+    request_id: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for RequestTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestTrace").finish_non_exhaustive()
+    }
+}
+
+/// The W3C trace context members of an MCP request's `params._meta`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct MetaContext<'a> {
+    pub traceparent: Option<&'a str>,
+    pub tracestate: Option<&'a str>,
+    pub baggage: Option<&'a str>,
+}
+
+impl RequestTrace {
+    /// Notes the JSON-RPC request id (its JSON text; a string id without its quotes).
+    pub(crate) fn set_request_id(&self, id: &str) {
+        *self.request_id.lock() = Some(id.trim_matches('"').to_owned());
+    }
+
+    /// The noted request id.
+    pub(crate) fn request_id(&self) -> Option<String> {
+        self.request_id.lock().clone()
+    }
+
+    /// Opens the SERVER span `name` with `attributes`. Its parent is the `_meta` context when
+    /// `meta` carries a valid `traceparent` (the HTTP context then joins as a link), else the
+    /// current context (the HTTP one, or an enclosing span). Downstream calls hang under it.
+    pub(crate) fn server_span(
+        self: &Arc<Self>,
+        name: String,
+        meta: Option<MetaContext<'_>>,
+        attributes: Vec<KeyValue>,
+    ) -> ServerSpan {
+        let meta_cx = meta
+            .filter(|m| m.traceparent.is_some())
+            .map(|m| self.telemetry.extract(&MetaSource(m)))
+            .filter(|cx| cx.span().span_context().is_valid());
+        let http_span = self.http.span().span_context().clone();
+        let (parent, links) = match meta_cx {
+            Some(cx) => {
+                let links = if http_span.is_valid() {
+                    vec![Link::with_context(http_span)]
+                } else {
+                    Vec::new()
+                };
+                (cx, links)
+            }
+            // The current context: the HTTP one, or the span of an enclosing surface (an A2A
+            // message's span over the tool call it runs).
+            None => (self.current.lock().clone(), Vec::new()),
+        };
+        let tracer = &self.telemetry.tracer;
+        let span = tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Server)
+            .with_attributes(attributes)
+            .with_links(links)
+            .start_with_context(tracer, &parent);
+        let cx = parent.with_span(span);
+        *self.current.lock() = cx.clone();
+        ServerSpan { cx }
+    }
+
+    /// Opens the CLIENT span `name` of a downstream call under the current context and writes
+    /// its context into `headers` (`traceparent`, `tracestate`, `baggage`).
+    pub(crate) fn client_span(
+        &self,
+        name: String,
+        attributes: Vec<KeyValue>,
+        headers: &mut HeaderMap,
+    ) -> ClientSpan {
+        let parent = self.current.lock().clone();
+        let tracer = &self.telemetry.tracer;
+        let span = tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Client)
+            .with_attributes(attributes)
+            .start_with_context(tracer, &parent);
+        let cx = parent.with_span(span);
+        self.inject(&cx, headers);
+        ClientSpan { cx }
+    }
+
+    fn inject(&self, cx: &Context, headers: &mut HeaderMap) {
+        let mut sink = HeaderSink(headers);
+        self.telemetry.trace_context.inject_context(cx, &mut sink);
+        self.telemetry.baggage.inject_context(cx, &mut sink);
+    }
+}
+
+/// An open SERVER span; ends when dropped.
+#[derive(Debug)]
+pub(crate) struct ServerSpan {
+    cx: Context,
+}
+
+impl ServerSpan {
+    /// Adds an attribute.
+    pub(crate) fn set(&self, attribute: KeyValue) {
+        self.cx.span().set_attribute(attribute);
+    }
+
+    /// Marks the span failed with `error.type = kind`.
+    pub(crate) fn fail(&self, kind: String) {
+        let span = self.cx.span();
+        span.set_status(Status::error(kind.clone()));
+        span.set_attribute(KeyValue::new("error.type", kind));
+    }
+}
+
+impl Drop for ServerSpan {
+    fn drop(&mut self) {
+        self.cx.span().end();
+    }
+}
+
+/// An open CLIENT span; ends when dropped.
+#[derive(Debug)]
+pub(crate) struct ClientSpan {
+    cx: Context,
+}
+
+impl ClientSpan {
+    /// Records the downstream's status (`http.response.status_code`; 5xx marks the span
+    /// failed).
+    pub(crate) fn status(&self, status: u16) {
+        let span = self.cx.span();
+        span.set_attribute(KeyValue::new(
+            "http.response.status_code",
+            i64::from(status),
+        ));
+        if status >= 500 {
+            span.set_status(Status::error(status.to_string()));
+            span.set_attribute(KeyValue::new("error.type", status.to_string()));
+        }
+    }
+
+    /// Marks the call failed before any status (`error.type = kind`).
+    pub(crate) fn fail(&self, kind: &str) {
+        let span = self.cx.span();
+        span.set_status(Status::error(kind.to_owned()));
+        span.set_attribute(KeyValue::new("error.type", kind.to_owned()));
+    }
+}
+
+impl Drop for ClientSpan {
+    fn drop(&mut self) {
+        self.cx.span().end();
+    }
+}
+
+// === carriers ===
+
+struct HeaderSource<'a>(&'a HeaderMap);
+
+impl Extractor for HeaderSource<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+struct HeaderSink<'a>(&'a mut HeaderMap);
+
+impl Injector for HeaderSink<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}
+
+struct MetaSource<'a>(MetaContext<'a>);
+
+impl Extractor for MetaSource<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => self.0.traceparent,
+            "tracestate" => self.0.tracestate,
+            "baggage" => self.0.baggage,
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec!["traceparent", "tracestate", "baggage"]
+    }
+}
