@@ -460,12 +460,19 @@ impl Dispatcher {
         method: &str,
         params: Option<&Payload<'_>>,
     ) -> Result<Reply, McpError> {
-        let Some(trace) = &scope.call.trace else {
-            return self.audited(scope, method, params).await;
+        let started = std::time::Instant::now();
+        let outcome = match &scope.call.trace {
+            None => self.audited(scope, method, params).await,
+            Some(trace) => {
+                let span = trace::open(trace, scope, method, params);
+                let outcome = self.audited(scope, method, params).await;
+                trace::close(span, scope, &outcome);
+                outcome
+            }
         };
-        let span = trace::open(trace, scope, method, params);
-        let outcome = self.audited(scope, method, params).await;
-        trace::close(span, scope, &outcome);
+        if let Some(metrics) = &self.metrics {
+            metrics.mcp_operation(method, started.elapsed());
+        }
         outcome
     }
 

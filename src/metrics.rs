@@ -35,6 +35,7 @@
 //! observed are left out, so a scrape lists what happened rather than all 1,300 combinations.
 
 mod labels;
+mod mcp;
 mod registry;
 mod render;
 mod requests;
@@ -146,6 +147,8 @@ pub struct Metrics {
     a2a_remote_up: parking_lot::Mutex<Vec<(AgentLabels, bool)>>,
     /// Families other modules own.
     externals: Externals,
+    /// The MCP semantic-convention histograms.
+    mcp: mcp::McpHistograms,
 }
 
 impl Default for Metrics {
@@ -180,6 +183,7 @@ impl Metrics {
             a2a_remote_calls: parking_lot::Mutex::new(Vec::new()),
             a2a_remote_up: parking_lot::Mutex::new(Vec::new()),
             externals: Externals::default(),
+            mcp: mcp::McpHistograms::default(),
         }
     }
 
@@ -203,6 +207,16 @@ impl Metrics {
         elapsed: Duration,
     ) {
         self.http.observe(route, method, status, elapsed);
+    }
+
+    /// One MCP request answered (`mcp.server.operation.duration`): relaxed atomics only.
+    pub(crate) fn mcp_operation(&self, method: &str, elapsed: Duration) {
+        self.mcp.operation(method, elapsed);
+    }
+
+    /// One handshake-era session ended after `lifetime` (`mcp.server.session.duration`).
+    pub(crate) fn mcp_session_ended(&self, lifetime: Duration) {
+        self.mcp.session(lifetime);
     }
 
     // === tenant gauges ===
@@ -394,6 +408,7 @@ impl Metrics {
         );
 
         self.render_requests(&mut w);
+        self.mcp.render(&mut w);
         self.render_tenants(&mut w);
 
         w.family(SSE_FRAMES, "SSE frames written.", Kind::Counter);

@@ -185,7 +185,12 @@ pub async fn serve(
                 );
             }
             let bus = Bus::local(Arc::new(streams.clone()));
-            (Sessions::local(config.sessions), bus, None)
+            let sessions = Sessions::local(config.sessions);
+            let lifetimes = Arc::clone(&metrics);
+            sessions.observe_lifetimes(crate::session::LifetimeSink(Arc::new(move |lifetime| {
+                lifetimes.mcp_session_ended(lifetime);
+            })));
+            (sessions, bus, None)
         }
         Some(redis) => {
             let (sessions, backplane, notices) = connect_cluster(redis, config.sessions, &streams)

@@ -19,6 +19,7 @@
 mod backplane;
 mod id;
 mod local;
+pub(crate) use local::LifetimeSink;
 mod record;
 mod redis;
 mod store;
@@ -211,6 +212,14 @@ impl Sessions {
         match self {
             Self::Local(store) => Ok(store.counts()),
             Self::Redis(store) => store.counts().await,
+        }
+    }
+
+    /// Reports the lifetime of every session that ends by DELETE or expiry to `sink`. The
+    /// process-local store only: Redis expires idle sessions by key TTL, which tells no one.
+    pub(crate) fn observe_lifetimes(&self, sink: LifetimeSink) {
+        if let Self::Local(store) = self {
+            store.observe_lifetimes(sink);
         }
     }
 

@@ -36,6 +36,20 @@ pub struct LocalStore {
     /// Live sessions per tenant and per caller.
     counts: Mutex<Counts>,
     config: SessionConfig,
+    /// Told the lifetime of every session that ends by DELETE or expiry (metrics).
+    lifetimes: std::sync::OnceLock<LifetimeSink>,
+}
+
+/// Where ended sessions' lifetimes go.
+#[derive(Clone)]
+pub(crate) struct LifetimeSink(
+    pub(crate) std::sync::Arc<dyn Fn(std::time::Duration) + Send + Sync>,
+);
+
+impl std::fmt::Debug for LifetimeSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LifetimeSink")
+    }
 }
 
 impl LocalStore {
@@ -45,7 +59,13 @@ impl LocalStore {
             shards: Sharded::with_hasher(SESSION_SHARDS, IdHashBuilder),
             counts: Mutex::new(Counts::default()),
             config,
+            lifetimes: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Tells `sink` the lifetime of every session that ends from now on (set once).
+    pub(crate) fn observe_lifetimes(&self, sink: LifetimeSink) {
+        let _ = self.lifetimes.set(sink);
     }
 
     /// The configuration in force.
@@ -114,6 +134,9 @@ impl LocalStore {
         if expired {
             Err(SessionError::NotFound)
         } else {
+            if let Some(sink) = self.lifetimes.get() {
+                (sink.0)(record.created.elapsed());
+            }
             Ok(())
         }
     }
@@ -155,6 +178,9 @@ impl LocalStore {
                 if expired {
                     expired_ids.push(*id);
                     *released.entry(record.owner.clone()).or_default() += 1;
+                    if let Some(sink) = self.lifetimes.get() {
+                        (sink.0)(now.saturating_duration_since(record.created));
+                    }
                 }
                 !expired
             });

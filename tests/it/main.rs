@@ -30,4 +30,5 @@ mod session;
 mod soap;
 mod sse;
 mod support;
+mod telemetry;
 mod tls;
