@@ -164,7 +164,7 @@ mod tests {
         );
         check(
             "[[tenant]]\nid = \"a\"\nauth = { anonymous = true }\nbogus = 1\n",
-            Err("file 't.toml' line 4, column 1: unknown field `bogus`, expected one of `id`, `client`, `toolset`, `assignment`, `auth`, `bos_context`, `a2a`, `a2a_agent`"),
+            Err("file 't.toml' line 4, column 1: unknown field `bogus`, expected one of `id`, `client`, `toolset`, `assignment`, `auth`, `bos_context`, `rate_limit`, `a2a`, `a2a_agent`"),
         );
     }
 

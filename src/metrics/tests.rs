@@ -160,6 +160,8 @@ fn expected_types() -> BTreeMap<String, String> {
         (A2A_CALLS, "counter"),
         (A2A_REMOTE_CALLS, "counter"),
         (A2A_REMOTE_UP, "gauge"),
+        ("mcp_server_operation_duration_seconds", "histogram"),
+        ("mcp_server_session_duration_seconds", "histogram"),
     ]
     .into_iter()
     .map(|(name, kind)| (name.to_owned(), kind.to_owned()))

@@ -1,3 +1,6 @@
+//! Rules compiled per client (matching by tool and caller, `per` buckets, key layout) and the
+//! failed-authentication throttle, on the process-local store.
+
 use super::*;
 
 fn rules(text: &str, client: &str) -> Rules {

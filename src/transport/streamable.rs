@@ -80,7 +80,7 @@ pub(crate) async fn admit_tool_call(
             view,
             endpoint,
             name,
-            Some(crate::jsonrpc::OwnedId::from(id.clone())),
+            Some(crate::jsonrpc::OwnedId::from(*id)),
         )
         .await
 }

@@ -5,7 +5,7 @@
 //! throttling a source address that keeps presenting wrong API keys.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -320,7 +320,7 @@ async fn failed_api_keys_from_one_address_are_throttled_before_their_check() {
 // === across instances ===
 
 /// `n` instances over one configuration file, sharing Redis at `url` under `prefix`.
-async fn instances(file: &PathBuf, url: &str, prefix: &str, n: usize) -> Vec<TestServer> {
+async fn instances(file: &Path, url: &str, prefix: &str, n: usize) -> Vec<TestServer> {
     let mut nodes = Vec::new();
     for _ in 0..n {
         let catalog = Arc::new(Catalog::load(file).expect("valid configuration"));

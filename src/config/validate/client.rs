@@ -52,7 +52,7 @@ pub(super) fn check_clients<'a>(
             }
         }
         for (i, rule) in client.certificates.iter().enumerate() {
-            let rloc = cloc.with("certificate", &i.to_string());
+            let rloc = cloc.with("certificate", i.to_string());
             match (&rule.subject, &rule.san) {
                 (Some(_), None) => {}
                 (None, Some(san)) => {

@@ -1,3 +1,7 @@
+//! The result size guard's cases: results that fit, cuts of the largest array first, strings
+//! that look like structure, nested arrays, refusals, and a property over random JSON (a cut
+//! result is JSON within the limit whose arrays are prefixes of the original's).
+
 use super::*;
 use serde_json::{json, Value};
 
