@@ -466,7 +466,9 @@ impl Dispatcher {
             Some(trace) => {
                 let span = trace::open(trace, scope, method, params);
                 let outcome = self.audited(scope, method, params).await;
-                trace::close(span, scope, &outcome);
+                if let Some(span) = span {
+                    trace::close(span, scope, &outcome);
+                }
                 outcome
             }
         };

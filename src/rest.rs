@@ -107,7 +107,7 @@ impl Rest {
         let started = Instant::now();
         let ctx =
             CallContext::from_headers(&parts.headers).traced(self.access.trace(&parts.headers));
-        let span = ctx.trace.as_ref().map(|trace| {
+        let span = ctx.trace.as_ref().filter(|t| t.records(None)).map(|trace| {
             use crate::telemetry::Attribute;
             let mut attributes = vec![
                 Attribute::new("http.request.method", "POST"),

@@ -49,6 +49,9 @@ pub struct Telemetry {
     tracer: SdkTracer,
     trace_context: TraceContextPropagator,
     baggage: BaggagePropagator,
+    /// `sampling_ratio = 0.0`: only a sampled parent records anything, so a request without
+    /// one builds no span at all (not even an unsampled one).
+    never_roots: bool,
 }
 
 impl std::fmt::Debug for Telemetry {
@@ -103,6 +106,7 @@ impl Telemetry {
             tracer,
             trace_context: TraceContextPropagator::new(),
             baggage: BaggagePropagator::new(),
+            never_roots: ratio <= 0.0,
         })))
     }
 
@@ -157,6 +161,20 @@ pub(crate) struct MetaContext<'a> {
 }
 
 impl RequestTrace {
+    /// Whether a span opened now (under `meta`'s context when it names one) could be recorded:
+    /// false only at `sampling_ratio = 0.0` without a sampled parent, so the surfaces skip
+    /// naming and describing a span that would be dropped.
+    pub(crate) fn records(&self, meta: Option<MetaContext<'_>>) -> bool {
+        if !self.telemetry.never_roots {
+            return true;
+        }
+        let sampled = |cx: &Context| cx.span().span_context().is_sampled();
+        sampled(&self.current.lock())
+            || meta
+                .filter(|m| m.traceparent.is_some())
+                .is_some_and(|m| sampled(&self.telemetry.extract(&MetaSource(m))))
+    }
+
     /// Notes the JSON-RPC request id (its JSON text; a string id without its quotes).
     pub(crate) fn set_request_id(&self, id: &str) {
         *self.request_id.lock() = Some(id.trim_matches('"').to_owned());

@@ -375,6 +375,7 @@ impl Invoker {
         // With telemetry on: a CLIENT span under the request's span, its context sent on.
         let span = ctx
             .and_then(|ctx| ctx.trace.as_ref())
+            .filter(|trace| trace.records(None))
             .map(|trace| client_span(trace, &mut request));
         let exchange = async {
             let _slot = self.limiter.acquire(tenant).await;

@@ -20,13 +20,17 @@ use super::{meta, Era, McpError, Reply, Scope};
 use crate::jsonrpc::Payload;
 use crate::telemetry::{Attribute, MetaContext, RequestTrace, ServerSpan};
 
-/// Opens the request's span.
+/// Opens the request's span (`None`: it would not be recorded).
 pub(super) fn open(
     trace: &Arc<RequestTrace>,
     scope: &Scope<'_>,
     method: &str,
     params: Option<&Payload<'_>>,
-) -> ServerSpan {
+) -> Option<ServerSpan> {
+    let meta = meta_context(params);
+    if !trace.records(meta) {
+        return None;
+    }
     let target = meta::routing_name(method, params);
     let name = match target {
         Some(target) => format!("{method} {target}"),
@@ -66,7 +70,7 @@ pub(super) fn open(
             external.as_str().to_owned(),
         ));
     }
-    trace.server_span(name, meta_context(params), attributes)
+    Some(trace.server_span(name, meta, attributes))
 }
 
 /// Records the answer on the span and ends it.
