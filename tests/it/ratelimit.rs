@@ -171,6 +171,20 @@ fn assert_limited(reply: &Reply, rule: &str, max_secs: u64) {
     assert!(ms > 0 && ms.div_ceil(1000) == retry, "{ms} ms vs {retry} s");
 }
 
+/// Asserts that `/metrics` has the sample line `line`.
+async fn assert_metric(addr: SocketAddr, line: &str) {
+    let scrape = support::send(
+        addr,
+        support::request(addr, Method::GET, "/metrics", &[], ""),
+    )
+    .await;
+    assert!(
+        scrape.text().lines().any(|l| l == line),
+        "no {line}:\n{}",
+        scrape.text()
+    );
+}
+
 fn audit_records(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -229,19 +243,7 @@ rate = "3/min"
     assert_eq!(mcp_call(server.addr, &keys.bob, 3).await.status, 200);
 
     // Counted and audited.
-    let scrape = support::send(
-        server.addr,
-        support::request(server.addr, Method::GET, "/metrics", &[], ""),
-    )
-    .await;
-    assert!(
-        scrape
-            .text()
-            .lines()
-            .any(|l| l == "sluice_rate_limited_total 3"),
-        "{}",
-        scrape.text()
-    );
+    assert_metric(server.addr, "sluice_rate_limited_total 3").await;
     let deadline = tokio::time::Instant::now() + support::GUARD;
     loop {
         let rejected: Vec<Value> = audit_records(&audit)
@@ -302,19 +304,7 @@ async fn failed_api_keys_from_one_address_are_throttled_before_their_check() {
     assert!((1..=60).contains(&retry), "{retry}");
     assert!(refused.json()["error"]["data"]["retry_after_ms"].is_u64());
     assert_eq!(mcp_call(server.addr, &keys.alice, 7).await.status, 429);
-    let scrape = support::send(
-        server.addr,
-        support::request(server.addr, Method::GET, "/metrics", &[], ""),
-    )
-    .await;
-    assert!(
-        scrape
-            .text()
-            .lines()
-            .any(|l| l == "sluice_auth_throttled_total 2"),
-        "{}",
-        scrape.text()
-    );
+    assert_metric(server.addr, "sluice_auth_throttled_total 2").await;
 }
 
 // === across instances ===
@@ -428,18 +418,6 @@ async fn an_unreachable_store_fails_open_or_closed_as_each_rule_says() {
             let reply = mcp_call(server.addr, &keys.alice, i).await;
             assert_eq!(reply.status, want, "{policy}: {}", reply.text());
         }
-        let scrape = support::send(
-            server.addr,
-            support::request(server.addr, Method::GET, "/metrics", &[], ""),
-        )
-        .await;
-        assert!(
-            scrape
-                .text()
-                .lines()
-                .any(|l| l == "sluice_rate_limit_store_errors_total 3"),
-            "{}",
-            scrape.text()
-        );
+        assert_metric(server.addr, "sluice_rate_limit_store_errors_total 3").await;
     }
 }
