@@ -322,7 +322,7 @@ fn bench_fanout(c: &mut Criterion) {
                 buffer: BytesMut::with_capacity(64 * 1024),
                 records: 0,
             };
-            let outcome = federation.run(tool, "q=person", &mut sink).await;
+            let outcome = federation.run(tool, "q=person", &mut sink, None).await;
             let total = sink.started.elapsed();
             assert!(!outcome.is_partial(), "{:?}", outcome.source_errors());
             assert!(sink.records > 0);

@@ -216,13 +216,15 @@ impl Federation {
     /// Reads every source of `tool` with the argument query string `query` (already validated
     /// and percent-encoded; may be empty), emitting source events to `sink` as pages arrive, and
     /// returns the merged, authoritative result. Never fails: source failures are reported in
-    /// events and in the outcome. Dropping the future cancels every source read.
+    /// events and in the outcome. Dropping the future cancels every source read. With `trace`
+    /// (telemetry on), every provider request is a CLIENT span and carries its context.
     pub async fn run(
         &self,
         tool: &FederatedDownstream,
         query: &str,
         sink: &mut dyn EventSink,
+        trace: Option<&crate::telemetry::RequestTrace>,
     ) -> FederatedOutcome {
-        fanout::run(&self.config, &self.client, tool, query, sink).await
+        fanout::run(&self.config, &self.client, tool, query, sink, trace).await
     }
 }

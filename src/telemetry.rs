@@ -224,6 +224,22 @@ impl RequestTrace {
         ServerSpan { cx }
     }
 
+    /// Opens the INTERNAL span `name` of a piece of work inside the request (a federated read
+    /// over its sources) under the current context; downstream calls made meanwhile hang under
+    /// it.
+    pub(crate) fn internal_span(&self, name: String, attributes: Vec<KeyValue>) -> ServerSpan {
+        let parent = self.current.lock().clone();
+        let tracer = &self.telemetry.tracer;
+        let span = tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Internal)
+            .with_attributes(attributes)
+            .start_with_context(tracer, &parent);
+        let cx = parent.with_span(span);
+        *self.current.lock() = cx.clone();
+        ServerSpan { cx }
+    }
+
     /// Opens the CLIENT span `name` of a downstream call under the current context and writes
     /// its context into `headers` (`traceparent`, `tracestate`, `baggage`).
     pub(crate) fn client_span(
@@ -244,6 +260,34 @@ impl RequestTrace {
         ClientSpan { cx }
     }
 
+    /// The CLIENT span of one downstream HTTP request (`{METHOD}`, `http.request.method`,
+    /// `url.full` without its query, `server.address`, then `extra`), its context written into
+    /// the request's headers.
+    pub(crate) fn http_client_span<B>(
+        &self,
+        request: &mut http::Request<B>,
+        extra: Vec<KeyValue>,
+    ) -> ClientSpan {
+        let method = request.method().as_str().to_owned();
+        let uri = request.uri();
+        let mut attributes = Vec::with_capacity(3 + extra.len());
+        attributes.push(KeyValue::new("http.request.method", method.clone()));
+        attributes.push(KeyValue::new(
+            "url.full",
+            format!(
+                "{}://{}{}",
+                uri.scheme_str().unwrap_or("http"),
+                uri.authority().map_or("", |a| a.as_str()),
+                uri.path()
+            ),
+        ));
+        if let Some(host) = uri.host() {
+            attributes.push(KeyValue::new("server.address", host.to_owned()));
+        }
+        attributes.extend(extra);
+        self.client_span(method, attributes, request.headers_mut())
+    }
+
     fn inject(&self, cx: &Context, headers: &mut HeaderMap) {
         let mut sink = HeaderSink(headers);
         self.telemetry.trace_context.inject_context(cx, &mut sink);
@@ -251,7 +295,7 @@ impl RequestTrace {
     }
 }
 
-/// An open SERVER span; ends when dropped.
+/// An open SERVER (or INTERNAL) span; ends when dropped.
 #[derive(Debug)]
 pub(crate) struct ServerSpan {
     cx: Context,

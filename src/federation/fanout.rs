@@ -25,6 +25,7 @@ use super::record::{FederatedRecord, SourceMapping};
 use super::result::{rfc3339_utc, FederatedOutcome, SourceFailure, SourceObservation};
 use super::{FederationConfig, LimitReason, SourceErrorCode};
 use crate::config::{FederatedDownstream, Source};
+use crate::telemetry::RequestTrace;
 
 /// What a source read tells the loop, in its own order.
 enum Message {
@@ -59,6 +60,8 @@ struct ReadContext<'a> {
     record_type: &'a str,
     streaming: bool,
     slots: &'a Semaphore,
+    /// The request's trace (telemetry on): each page read is a CLIENT span under it.
+    trace: Option<&'a RequestTrace>,
 }
 
 /// The loop's view of one source.
@@ -236,6 +239,7 @@ pub(super) async fn run(
     tool: &FederatedDownstream,
     query: &str,
     sink: &mut dyn EventSink,
+    trace: Option<&RequestTrace>,
 ) -> FederatedOutcome {
     let invoked_at = SystemTime::now();
     let deadline = tokio::time::sleep(
@@ -259,6 +263,7 @@ pub(super) async fn run(
         record_type: &record_type,
         streaming,
         slots: &slots,
+        trace,
     };
     let mut collector = Collector {
         sink,
@@ -415,7 +420,10 @@ async fn read_pages(
     let mut cursor: Option<String> = None;
     for _ in 0..max_pages {
         let url = page_url(&source.url, context.query, cursor.as_deref(), limit);
-        let page = context.client.fetch_page(source, &url).await?;
+        let page = context
+            .client
+            .fetch_page(source, &url, context.trace)
+            .await?;
         // "Records are validated against the authorized source before publication": one
         // foreign record withholds the whole provider page and ends the source.
         let foreign = page.records.iter().any(|record| {

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use super::{LimitReason, SourceErrorCode};
 use crate::config::Source;
 use crate::invoke::{AnswerBudget, AnswerReservation, OverBudget};
+use crate::telemetry::{Attribute, RequestTrace};
 
 /// How long establishing a provider connection may take; past it the source is
 /// `source_unavailable` (the per-source timeout still bounds the whole read).
@@ -224,13 +225,16 @@ impl ProviderClient {
 
     /// Reads one page: GET with `accept: application/json` and the source's credential.
     /// Dropping the future cancels the request (hyper closes the HTTP/1 connection).
+    /// With `trace` (telemetry on), the request is a CLIENT span carrying the source's identity
+    /// (`sluice.source.identity`), its context sent in the request's headers.
     pub(crate) async fn fetch_page(
         &self,
         source: &Source,
         url: &str,
+        trace: Option<&RequestTrace>,
     ) -> Result<ProviderPage, ProviderError> {
         // The body's reservation is held until it is parsed (`_held` drops at the end).
-        let (body, _held) = self.fetch_body(source, url).await?;
+        let (body, _held) = self.fetch_body(source, url, trace).await?;
         parse_page(&body).inspect_err(|err| {
             tracing::debug!(source = %source.source_identity, error = %err, "provider page rejected");
         })
@@ -240,6 +244,7 @@ impl ProviderClient {
         &self,
         source: &Source,
         url: &str,
+        trace: Option<&RequestTrace>,
     ) -> Result<(Bytes, AnswerReservation), ProviderError> {
         let uri: Uri = url.parse().map_err(|_| ProviderError::BadRequest)?;
         let mut request = Request::get(uri)
@@ -254,8 +259,15 @@ impl ProviderClient {
             value.set_sensitive(true);
             request.headers_mut().insert(name, value);
         }
+        let span = trace.filter(|trace| trace.records(None)).map(|trace| {
+            let identity = Attribute::new("sluice.source.identity", source.source_identity.clone());
+            trace.http_client_span(&mut request, vec![identity])
+        });
         let response = self.client.request(request).await.map_err(|err| {
             tracing::debug!(source = %source.source_identity, error = %err, "provider request failed");
+            if let Some(span) = &span {
+                span.fail(if err.is_connect() { "connect" } else { "transport" });
+            }
             if err.is_connect() {
                 ProviderError::Connect(err)
             } else {
@@ -263,6 +275,9 @@ impl ProviderClient {
             }
         })?;
         let status = response.status();
+        if let Some(span) = &span {
+            span.status(status.as_u16());
+        }
         if !status.is_success() {
             tracing::debug!(source = %source.source_identity, %status, "provider answered an error status");
             // The body is never read: provider messages are not shown anywhere.

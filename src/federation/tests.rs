@@ -317,7 +317,7 @@ async fn collect(
     query: &str,
 ) -> (Vec<SourceEvent>, FederatedOutcome) {
     let mut sink = VecSink::default();
-    let outcome = federation.run(tool, query, &mut sink).await;
+    let outcome = federation.run(tool, query, &mut sink, None).await;
     check_invariants(&sink.0, tool.sources.len());
     (sink.0, outcome)
 }

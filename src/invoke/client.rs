@@ -376,7 +376,7 @@ impl Invoker {
         let span = ctx
             .and_then(|ctx| ctx.trace.as_ref())
             .filter(|trace| trace.records(None))
-            .map(|trace| client_span(trace, &mut request));
+            .map(|trace| trace.http_client_span(&mut request, Vec::new()));
         let exchange = async {
             let _slot = self.limiter.acquire(tenant).await;
             let (response, mut lease) = self.pool.send(request).await.map_err(|e| match e {
@@ -474,33 +474,6 @@ impl Invoker {
             fault: None,
         })
     }
-}
-
-/// The CLIENT span of one downstream request (`{METHOD}`, `http.request.method`, `url.full`
-/// without its query, `server.address`), its trace context written into the request's headers.
-fn client_span(
-    trace: &crate::telemetry::RequestTrace,
-    request: &mut Request<Full<Bytes>>,
-) -> crate::telemetry::ClientSpan {
-    use crate::telemetry::Attribute;
-    let method = request.method().as_str().to_owned();
-    let uri = request.uri();
-    let mut attributes = vec![
-        Attribute::new("http.request.method", method.clone()),
-        Attribute::new(
-            "url.full",
-            format!(
-                "{}://{}{}",
-                uri.scheme_str().unwrap_or("http"),
-                uri.authority().map_or("", |a| a.as_str()),
-                uri.path()
-            ),
-        ),
-    ];
-    if let Some(host) = uri.host() {
-        attributes.push(Attribute::new("server.address", host.to_owned()));
-    }
-    trace.client_span(method, attributes, request.headers_mut())
 }
 
 /// A downstream body as read, with its bytes counted against the answer budget until it is

@@ -24,6 +24,7 @@ use crate::catalog::CatalogTool;
 use crate::config::Downstream;
 use crate::federation::{EventSink, NullSink};
 use crate::jsonrpc::Payload;
+use crate::telemetry::Attribute;
 
 /// A federated read the transport streams: everything [`Dispatcher::run_federated`] needs after
 /// the request body is gone.
@@ -40,6 +41,9 @@ pub struct FederatedCall {
     /// The public BOS context (`bos_execute`): added to every notification, and the final
     /// result is the identity envelope around the operation result.
     pub context: Option<Bytes>,
+    /// The request's trace (telemetry on): the read is an INTERNAL span `federated {tool}`, each
+    /// provider request a CLIENT span under it.
+    pub trace: Option<Arc<crate::telemetry::RequestTrace>>,
 }
 
 /// The query every source of `tool` receives: its plan validates and translates `arguments`
@@ -76,6 +80,7 @@ pub(crate) async fn call(
         era: scope.era,
         audit: None,
         context: None,
+        trace: scope.call.trace.clone(),
     };
     stream_or_run(d, scope, params, call).await
 }
@@ -121,7 +126,31 @@ impl Dispatcher {
             guard.disarm();
             return result::federated(self, call.era, None);
         };
-        let outcome = self.federation.run(federated, &call.query, sink).await;
+        let trace = call.trace.as_deref().filter(|trace| trace.records(None));
+        let span = trace.map(|trace| {
+            trace.internal_span(
+                format!("federated {}", call.tool.name),
+                vec![
+                    Attribute::new("gen_ai.tool.name", call.tool.name.to_string()),
+                    Attribute::new("sluice.federated.sources", federated.sources.len() as i64),
+                ],
+            )
+        });
+        let outcome = self
+            .federation
+            .run(federated, &call.query, sink, trace)
+            .await;
+        if let Some(span) = span {
+            span.set(Attribute::new(
+                "sluice.federated.source_errors",
+                outcome.source_errors().len() as i64,
+            ));
+            if outcome.is_cancelled() {
+                span.fail("cancelled".to_owned());
+            } else if outcome.is_partial() {
+                span.fail("partial".to_owned());
+            }
+        }
         if let Some(metrics) = &self.metrics {
             for failure in outcome.source_errors() {
                 metrics.source_error(failure.code.as_str());

@@ -141,6 +141,7 @@ pub(crate) async fn call(
                     era: scope.era,
                     audit: None,
                     context: Some(context_json),
+                    trace: scope.call.trace.clone(),
                 };
                 return Ok(federated::stream_or_run(d, scope, raw_params, call).await);
             }

@@ -2,7 +2,7 @@
 `opentelemetry-proto` package (it decodes every ExportTraceServiceRequest that arrives).
 
 Starts the receiver, a downstream that records the `traceparent` it is sent, and `sluice serve`
-with `[telemetry]` pointing at the receiver; sends MCP (both eras), REST and A2A calls carrying
+with `[telemetry]` pointing at the receiver; sends MCP (both eras), REST, A2A and federated calls carrying
 W3C trace context in HTTP headers and in `params._meta`; stops sluice (which flushes); then
 checks span names, kinds, attributes and parent/child links across the downstream hop. A second
 instance at `sampling_ratio = 0.0` must export nothing for requests without a sampled parent.
@@ -73,11 +73,18 @@ class Receiver(BaseHTTPRequestHandler):
         pass
 
 
+PEOPLE = {"records": [{"source_identity": "crm", "external_id": "crm-1", "record_type": "person",
+                        "observed_at": "2026-11-30T10:00:00Z", "version": 1,
+                        "fields": {"name": "Ada", "mail": "ada@example.com"}}], "next_cursor": None}
+
+
 class Downstream(BaseHTTPRequestHandler):
+    """The REST tool's API (`/echo`) and the federated tool's provider source (`/people`)."""
+
     def do_GET(self) -> None:  # noqa: N802
         with lock:
             seen_traceparents.append(self.headers.get("traceparent", ""))
-        body = b'{"message":"hello"}'
+        body = json.dumps(PEOPLE).encode() if self.path.startswith("/people") else b'{"message":"hello"}'
         self.send_response(200)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
@@ -123,6 +130,23 @@ downstream = {{ kind = "rest", method = "GET", url = "http://127.0.0.1:{downstre
 [[tenant.toolset.tool.output]]
 source = "message"
 exposed = "message"
+
+[[tenant.toolset.tool]]
+name = "people"
+description = "Federated people search."
+[tenant.toolset.tool.downstream]
+kind = "federated"
+record_type = "person"
+[[tenant.toolset.tool.downstream.source]]
+source_type = "crm"
+source_identity = "crm"
+url = "http://127.0.0.1:{downstream}/people"
+[tenant.toolset.tool.downstream.source.fields]
+display_name = "name"
+email = "mail"
+[[tenant.toolset.tool.input]]
+source = "q"
+exposed = "query"
 
 [[tenant.assignment]]
 client = "app"
@@ -269,6 +293,11 @@ def main() -> int:
                 "configuration": {"returnImmediately": False}}}
             status, answer, _ = post(f"{base}/runtime/acme/app/a2a", send, {"traceparent": a2a_tp, "a2a-version": "1.0"})
             expect(status == 200 and "error" not in answer, f"a2a: {status} {answer}")
+            # 6. A federated read: one provider source.
+            fed_tp = f"00-{'9' * 32}-{'a' * 16}-01"
+            body, headers = stateless("tools/call", {"name": "people", "arguments": {"query": "ada"}}, "people")
+            status, answer, _ = post(mcp, body, {**headers, "traceparent": fed_tp})
+            expect(status == 200 and answer["result"]["isError"] is False, f"federated: {status} {answer}")
         finally:
             stop(sluice)
 
@@ -324,6 +353,21 @@ def main() -> int:
             expect(len(tool) == 1, f"the task's tool call under the A2A span: {[s.name for s in children(span)]}")
             expect(any(s.kind == trace_pb2.Span.SPAN_KIND_CLIENT for s in children(tool[0])), "no client span")
 
+        def federated_span() -> None:
+            server = find("tools/call people", "9" * 32)
+            read = [s for s in children(server) if s.name == "federated people"]
+            expect(len(read) == 1 and read[0].kind == trace_pb2.Span.SPAN_KIND_INTERNAL,
+                   f"the read under the tools/call span: {[(s.name, s.kind) for s in children(server)]}")
+            expect(attrs(read[0]).get("sluice.federated.sources") == 1, f"{attrs(read[0])}")
+            client = [s for s in children(read[0]) if s.kind == trace_pb2.Span.SPAN_KIND_CLIENT]
+            expect(len(client) == 1, f"provider CLIENT spans under the read: {client}")
+            a = attrs(client[0])
+            expect(a.get("sluice.source.identity") == "crm" and a.get("http.response.status_code") == 200, f"{a}")
+            expect(a.get("url.full", "").endswith("/people"), f"url.full {a.get('url.full')!r} (no query)")
+            want = f"00-{'9' * 32}-{client[0].span_id.hex()}-01"
+            with lock:
+                expect(want in seen_traceparents, f"the provider saw {seen_traceparents}, want {want}")
+
         def resource() -> None:
             expect(any(r.get("service.name") == "sluice-interop" for r in resources), f"resources {resources}")
 
@@ -331,7 +375,7 @@ def main() -> int:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with lock:
-                if any(s.name == "A2A SendMessage" for s in spans):
+                if {"A2A SendMessage", "federated people"} <= {s.name for s in spans}:
                     break
             time.sleep(0.1)
         check("stateless tools/call: SERVER span named by the conventions, _meta parent, HTTP link", stateless_span)
@@ -340,6 +384,7 @@ def main() -> int:
         check("an unknown tool: error.type and an error status", error_span)
         check("REST: a SERVER span over the CLIENT span", rest_span)
         check("A2A: the task's tools/call span under the SendMessage span", a2a_span)
+        check("federated read: an INTERNAL span over one CLIENT span per provider page", federated_span)
         check("the resource names the configured service", resource)
 
         # Sampling 0.0: a request without a sampled parent exports nothing.

@@ -43,7 +43,7 @@ async fn dropping_the_run_future_drops_every_provider_request() {
     let federation = Arc::new(federation());
     let run = tokio::spawn({
         let federation = Arc::clone(&federation);
-        async move { federation.run(&tool, "", &mut NullSink).await }
+        async move { federation.run(&tool, "", &mut NullSink, None).await }
     });
     provider
         .wait_for("4 requests", |c| c.in_flight.load(Ordering::SeqCst) == 4)
@@ -70,7 +70,7 @@ async fn slow_sink_holds_sources_back_and_closed_sink_cancels() {
         let federation = Arc::clone(&federation);
         async move {
             let mut sink = ChannelSink::new(tx);
-            federation.run(&tool, "", &mut sink).await
+            federation.run(&tool, "", &mut sink, None).await
         }
     });
     // Nobody reads: the read stalls after a few pages instead of buffering all 40.
@@ -108,7 +108,7 @@ async fn null_sink_gives_the_same_result_as_streaming() {
     let federation = federation();
     let (_, streamed) = collect(&federation, &tool, "").await;
     let mut null = NullSink;
-    let quiet = federation.run(&tool, "", &mut null).await;
+    let quiet = federation.run(&tool, "", &mut null, None).await;
     assert_eq!(streamed.records(), quiet.records());
     assert_eq!(quiet.records().len(), 120 - 1);
 }

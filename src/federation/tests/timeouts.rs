@@ -20,7 +20,7 @@ async fn source_timeout_keeps_delivered_pages() {
         let federation = Arc::clone(&federation);
         async move {
             let mut sink = ChannelSink::new(tx);
-            federation.run(&tool, "", &mut sink).await
+            federation.run(&tool, "", &mut sink, None).await
         }
     });
     let mut events = Vec::new();
@@ -79,7 +79,7 @@ async fn operation_deadline_cancels_unfinished_sources_and_keeps_delivered_recor
         let federation = Arc::clone(&federation);
         async move {
             let mut sink = ChannelSink::new(tx);
-            federation.run(&tool, "", &mut sink).await
+            federation.run(&tool, "", &mut sink, None).await
         }
     });
     let mut events = Vec::new();
