@@ -37,6 +37,8 @@ pub(crate) struct Ask<'a> {
     pub view: &'a Arc<ClientView>,
     pub caller: &'a Caller,
     pub external: Option<&'a ExternalCorrelationId>,
+    /// The request's trace (telemetry on): the upstream call is a CLIENT span under it.
+    pub trace: Option<&'a Arc<crate::telemetry::RequestTrace>>,
 }
 
 /// How an [`Ask`] ended.
@@ -97,6 +99,7 @@ pub(crate) async fn call(
             view,
             caller: scope.caller,
             external: scope.call.external_correlation_id.as_ref(),
+            trace: scope.call.trace.as_ref(),
         })
         .await;
     Reply::Result(match answered {

@@ -1,10 +1,12 @@
 """sluice's OpenTelemetry traces against a real OTLP/HTTP receiver built on the official
 `opentelemetry-proto` package (it decodes every ExportTraceServiceRequest that arrives).
 
-Starts the receiver, a downstream that records the `traceparent` it is sent, and `sluice serve`
-with `[telemetry]` pointing at the receiver; sends MCP (both eras), REST, A2A and federated calls carrying
-W3C trace context in HTTP headers and in `params._meta`; stops sluice (which flushes); then
-checks span names, kinds, attributes and parent/child links across the downstream hop. A second
+Starts the receiver, a downstream (REST API and federated provider) that records the
+`traceparent` it is sent, a remote A2A agent that records the context it is sent, and
+`sluice serve` with `[telemetry]` pointing at the receiver; sends MCP (both eras), REST, A2A,
+federated and concentrator calls carrying W3C trace context in HTTP headers and in
+`params._meta`; stops sluice (which flushes); then checks span names, kinds, attributes and
+parent/child links across each downstream hop. A second
 instance at `sampling_ratio = 0.0` must export nothing for requests without a sampled parent.
 
 Env (set by run.sh): SLUICE_BIN, INTEROP_SUMMARY.
@@ -95,6 +97,41 @@ class Downstream(BaseHTTPRequestHandler):
         pass
 
 
+upstream_seen: list[tuple[str, dict]] = []
+
+
+class UpstreamAgent(BaseHTTPRequestHandler):
+    """A registered remote A2A agent: its card, and a SendMessage answered with a Message; keeps
+    the `traceparent` header and the request's `metadata` of every call."""
+
+    def do_GET(self) -> None:  # noqa: N802
+        port = self.server.server_address[1]
+        card = {"name": "up", "description": "Upstream agent.", "version": "1",
+                "supportedInterfaces": [{"url": f"http://127.0.0.1:{port}/a2a", "protocolBinding": "JSONRPC",
+                                         "protocolVersion": "1.0"}],
+                "capabilities": {"streaming": False}, "defaultInputModes": ["text/plain"],
+                "defaultOutputModes": ["text/plain"], "skills": []}
+        self.answer(card)
+
+    def do_POST(self) -> None:  # noqa: N802
+        request = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
+        with lock:
+            upstream_seen.append((self.headers.get("traceparent", ""), request.get("params", {}).get("metadata", {})))
+        self.answer({"jsonrpc": "2.0", "id": request.get("id"), "result": {"message": {
+            "messageId": "up-1", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}})
+
+    def answer(self, value: dict) -> None:
+        body = json.dumps(value).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
 def serve(handler) -> int:
     port = free_port()
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
@@ -151,12 +188,17 @@ exposed = "query"
 [[tenant.assignment]]
 client = "app"
 toolset = "t"
+
+[[tenant.a2a_agent]]
+id = "up"
+card_url = "http://127.0.0.1:{upstream}/.well-known/agent-card.json"
+clients = ["app"]
 """
 
 
-def start(dir: Path, name: str, receiver: int, downstream: int, ratio: float) -> tuple[subprocess.Popen, str]:
+def start(dir: Path, name: str, receiver: int, downstream: int, upstream: int, ratio: float) -> tuple[subprocess.Popen, str]:
     config = dir / f"{name}.toml"
-    config.write_text(CONFIG.format(receiver=receiver, downstream=downstream, ratio=ratio))
+    config.write_text(CONFIG.format(receiver=receiver, downstream=downstream, upstream=upstream, ratio=ratio))
     port = free_port()
     log = open(dir / f"{name}.log", "wb")
     proc = subprocess.Popen(
@@ -256,9 +298,10 @@ def children(parent: trace_pb2.Span) -> list[trace_pb2.Span]:
 def main() -> int:
     receiver = serve(Receiver)
     downstream = serve(Downstream)
+    upstream = serve(UpstreamAgent)
     with tempfile.TemporaryDirectory(prefix="sluice-otlp-") as tmp:
         dir = Path(tmp)
-        sluice, base = start(dir, "traced", receiver, downstream, 1.0)
+        sluice, base = start(dir, "traced", receiver, downstream, upstream, 1.0)
         mcp = f"{base}/runtime/acme/app/mcp"
         http_tp = f"00-{HTTP_TRACE}-{HTTP_PARENT}-01"
         meta_tp = f"00-{META_TRACE}-{META_PARENT}-01"
@@ -298,6 +341,24 @@ def main() -> int:
             body, headers = stateless("tools/call", {"name": "people", "arguments": {"query": "ada"}}, "people")
             status, answer, _ = post(mcp, body, {**headers, "traceparent": fed_tp})
             expect(status == 200 and answer["result"]["isError"] is False, f"federated: {status} {answer}")
+            # 7. The concentrator: a SendMessage to the registered agent "up".
+            remote_tp = f"00-{'b' * 32}-{'c' * 16}-01"
+            card = f"{base}/runtime/acme/app/a2a/agents/up/.well-known/agent-card.json"
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    if urllib.request.urlopen(card, timeout=1).status == 200:
+                        break
+                except OSError:
+                    pass
+                expect(time.monotonic() < deadline, "the remote agent never became ready")
+                time.sleep(0.1)
+            send = {"jsonrpc": "2.0", "id": 8, "method": "SendMessage", "params": {"message": {
+                "messageId": "m-2", "role": "ROLE_USER", "parts": [{"text": "hello"}]},
+                "metadata": {"mine": "kept"}}}
+            status, answer, _ = post(f"{base}/runtime/acme/app/a2a/agents/up", send,
+                                     {"traceparent": remote_tp, "a2a-version": "1.0"})
+            expect(status == 200 and "error" not in answer, f"concentrator: {status} {answer}")
         finally:
             stop(sluice)
 
@@ -368,6 +429,23 @@ def main() -> int:
             with lock:
                 expect(want in seen_traceparents, f"the provider saw {seen_traceparents}, want {want}")
 
+        def upstream_hop() -> None:
+            server = [s for s in spans if s.name == "A2A SendMessage" and s.trace_id.hex() == "b" * 32
+                      and s.kind == trace_pb2.Span.SPAN_KIND_SERVER]
+            expect(len(server) == 1, f"{len(server)} concentrator SERVER spans")
+            expect(server[0].parent_span_id.hex() == "c" * 16, "the caller's context is the parent")
+            expect(attrs(server[0]).get("sluice.a2a.agent") == "up", f"{attrs(server[0])}")
+            client = [s for s in children(server[0]) if s.kind == trace_pb2.Span.SPAN_KIND_CLIENT]
+            expect(len(client) == 1 and client[0].name == "A2A SendMessage", f"upstream CLIENT spans {client}")
+            want = f"00-{'b' * 32}-{client[0].span_id.hex()}-01"
+            with lock:
+                seen = list(upstream_seen)
+            expect(len(seen) == 1, f"the upstream saw {seen}")
+            header, metadata = seen[0]
+            expect(header == want, f"the upstream's traceparent {header!r}, want {want!r}")
+            expect(metadata.get("traceparent") == want and metadata.get("mine") == "kept",
+                   f"the upstream's metadata {metadata}")
+
         def resource() -> None:
             expect(any(r.get("service.name") == "sluice-interop" for r in resources), f"resources {resources}")
 
@@ -385,12 +463,13 @@ def main() -> int:
         check("REST: a SERVER span over the CLIENT span", rest_span)
         check("A2A: the task's tools/call span under the SendMessage span", a2a_span)
         check("federated read: an INTERNAL span over one CLIENT span per provider page", federated_span)
+        check("concentrator: SERVER span, upstream CLIENT span whose context the agent gets in headers and metadata", upstream_hop)
         check("the resource names the configured service", resource)
 
         # Sampling 0.0: a request without a sampled parent exports nothing.
         with lock:
             before = len(spans)
-        quiet, quiet_base = start(dir, "unsampled", receiver, downstream, 0.0)
+        quiet, quiet_base = start(dir, "unsampled", receiver, downstream, upstream, 0.0)
         try:
             body, headers = stateless("tools/call", {"name": "echo", "arguments": {}}, "echo")
             post(f"{quiet_base}/runtime/acme/app/mcp", body, headers)

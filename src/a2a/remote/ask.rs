@@ -91,7 +91,8 @@ async fn ask_agent(agent: &Arc<Agent>, ask: Ask<'_>) -> Answered {
         (Version::V1, Bytes::from_static(b"\"mcp-ask\"")),
         HeaderMap::new(),
         method,
-    );
+    )
+    .traced(ask.trace.cloned());
     let mut message = json!({
         "messageId": message_id(),
         "role": "ROLE_USER",

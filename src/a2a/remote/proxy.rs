@@ -53,6 +53,7 @@ use crate::catalog::ClientView;
 use crate::http::response::Body;
 use crate::http::Error;
 use crate::invoke::correlation::{ExecutionId, ExternalCorrelationId};
+use crate::telemetry::{Attribute, RequestTrace};
 
 /// The status object kept per ledger entry is at most this long (a longer one is kept as
 /// `{"state": …}` only).
@@ -107,6 +108,8 @@ pub(crate) struct ProxyCall<'a> {
     pub external: Option<&'a ExternalCorrelationId>,
     /// What the upstream showed, for the audit record.
     pub seen: Mutex<RemoteCall>,
+    /// The request's trace (telemetry on): each upstream request is a CLIENT span under it.
+    pub trace: Option<Arc<RequestTrace>>,
 }
 
 impl Concentrator {
@@ -176,7 +179,26 @@ impl Concentrator {
             (version, request.id.clone()),
             forward,
             method,
-        );
+        )
+        .traced(agent.access.trace(&parts.headers));
+        let span = call
+            .trace
+            .as_ref()
+            .filter(|t| t.records(None))
+            .map(|trace| {
+                let attributes = vec![
+                    Attribute::new("rpc.system", "jsonrpc"),
+                    Attribute::new("rpc.method", method),
+                    Attribute::new("sluice.a2a.agent", remote.id.to_string()),
+                    Attribute::new(
+                        "jsonrpc.request.id",
+                        String::from_utf8_lossy(&call.id)
+                            .trim_matches('"')
+                            .to_owned(),
+                    ),
+                ];
+                trace.server_span(format!("A2A {method}"), None, attributes)
+            });
         let outcome = match request.params.value() {
             Ok(params) => {
                 let params = if version.is_v1() {
@@ -191,6 +213,13 @@ impl Concentrator {
             }
             Err(err) => Err(err),
         };
+        if let Some(span) = span {
+            match &outcome {
+                Ok(Reply::Error(error)) => span.fail(error_code(error).to_string()),
+                Err(err) => span.fail(err.code().0.to_string()),
+                Ok(_) => {}
+            }
+        }
         call.account(started, &outcome).await;
         Ok(match outcome {
             Ok(Reply::Result(json)) if version.is_v1() => {
@@ -279,7 +308,14 @@ impl<'a> ProxyCall<'a> {
                 method,
                 ..RemoteCall::default()
             }),
+            trace: None,
         }
+    }
+
+    /// This call, traced under `trace` (telemetry on).
+    pub(crate) fn traced(mut self, trace: Option<Arc<RequestTrace>>) -> Self {
+        self.trace = trace;
+        self
     }
 
     pub(crate) async fn dispatch(
@@ -474,14 +510,23 @@ impl<'a> ProxyCall<'a> {
         params: &Value,
     ) -> Result<Unary, A2aError> {
         let interface = &self.fetched.card.interface;
-        let (wire_method, wire_params) = self.for_upstream(method, params)?;
+        let (wire_method, mut wire_params) = self.for_upstream(method, params)?;
+        let (headers, span) = self.upstream_headers(method, wire_method, &mut wire_params);
         let upstream_id = self.remote.upstream_id();
         let body = wire::request_body(&upstream_id, wire_method, &wire_params);
         let response = self
             .upstream
-            .post(&interface.url, interface.version, body, &self.headers())
+            .post(&interface.url, interface.version, body, &headers)
             .await
-            .map_err(upstream_error)?;
+            .map_err(|err| {
+                if let Some(span) = &span {
+                    span.fail("upstream_error");
+                }
+                upstream_error(err)
+            })?;
+        if let Some(span) = &span {
+            span.status(response.status().as_u16());
+        }
         let bytes = response
             .collect(self.remote.config.max_response_bytes)
             .await

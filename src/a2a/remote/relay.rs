@@ -65,14 +65,23 @@ pub(crate) async fn open_with_push(
     push: Option<super::push::Inline>,
 ) -> Result<Reply, A2aError> {
     let interface = &call.fetched.card.interface;
-    let (wire_method, wire_params) = call.for_upstream(method, params)?;
+    let (wire_method, mut wire_params) = call.for_upstream(method, params)?;
+    let (headers, span) = call.upstream_headers(method, wire_method, &mut wire_params);
     let upstream_id = call.remote.upstream_id();
     let body = wire::request_body(&upstream_id, wire_method, &wire_params);
     let response = call
         .upstream
-        .post(&interface.url, interface.version, body, &call.headers())
+        .post(&interface.url, interface.version, body, &headers)
         .await
-        .map_err(proxy::upstream_error)?;
+        .map_err(|err| {
+            if let Some(span) = &span {
+                span.fail("upstream_error");
+            }
+            proxy::upstream_error(err)
+        })?;
+    if let Some(span) = &span {
+        span.status(response.status().as_u16());
+    }
     if !response.is_event_stream() {
         let bytes = response
             .collect(call.remote.config.max_response_bytes)
@@ -101,6 +110,7 @@ pub(crate) async fn open_with_push(
         recorded_task: seen.task_id.is_some(),
         recorded_state: TaskState::Unspecified,
         push,
+        _span: span,
         close: CloseRecord {
             base: call.record_base(method),
             remote: seen,
@@ -156,6 +166,8 @@ struct Relay {
     /// The last state written to the ledger.
     recorded_state: TaskState,
     push: Option<super::push::Inline>,
+    /// The upstream call's CLIENT span (telemetry on): it ends with the stream.
+    _span: Option<crate::telemetry::ClientSpan>,
     close: CloseRecord,
 }
 

@@ -313,6 +313,11 @@ impl UpstreamResponse {
         value[..end].trim_ascii()
     }
 
+    /// The upstream's status.
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
     /// Whether the answer is `text/event-stream`.
     pub(crate) fn is_event_stream(&self) -> bool {
         self.media_type().eq_ignore_ascii_case(b"text/event-stream")
