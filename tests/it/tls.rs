@@ -1,6 +1,7 @@
 //! Integration tests: TLS termination (`[server.tls]`) over real sockets — HTTP/1.1 and HTTP/2
 //! chosen by ALPN, `public_url` defaulting to `https`, certificates reloaded by `POST
-//! /admin/reload` without dropping open connections (a bad new certificate keeps the old one),
+//! /admin/reload` and by SIGHUP to the real binary without dropping open connections (a bad new
+//! certificate keeps the old one),
 //! and client certificates: a required one missing fails the handshake, an optional one maps to
 //! the caller its `[[tenant.client.certificate]]` rule names.
 //!
@@ -582,4 +583,55 @@ async fn an_optional_client_certificate_authenticates_as_the_caller_its_rule_nam
         failures.contains("not registered for this client application"),
         "the intruder's refusal is audited: {failures}"
     );
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_certificate_of_the_real_binary_and_keeps_open_connections() {
+    let dir = TempDir::new("tls-sighup");
+    let pki = Pki::new();
+    write_leaf(dir.path(), "server", &pki.server("hup-one"));
+    let path = |name: &str| dir.join(name).display().to_string();
+    let binary = crate::support::Binary::start(
+        "tls-sighup-config",
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[server.log]\nformat = \"json\"\n\
+             [server.tls]\ncert = {:?}\nkey = {:?}\n\
+             [[tenant]]\nid = \"acme\"\nauth = {{ anonymous = true }}\n[[tenant.client]]\nid = \"app\"\n",
+            path("server.crt"),
+            path("server.key"),
+        ),
+    );
+    let addr: SocketAddr = binary.addr().parse().expect("listening address");
+    let tls = connector(&pki.ca_der(), &[b"h2"], None);
+    let common_name = |der: &CertificateDer<'static>| {
+        sluice::http::tls::ClientCertificate::from_der(der.as_ref())
+            .and_then(|names| names.common_name)
+            .map(String::from)
+    };
+    let (mut open, alpn, first) = connect(addr, &tls).await.expect("handshake");
+    assert_eq!(alpn.as_deref(), Some(&b"h2"[..]));
+    assert_eq!(common_name(&first).as_deref(), Some("hup-one"));
+
+    write_leaf(dir.path(), "server", &pki.server("hup-two"));
+    binary.signal("HUP");
+    binary.until("TLS certificate reloaded");
+    let (_, _, fresh) = connect(addr, &tls).await.expect("handshake after SIGHUP");
+    assert_eq!(common_name(&fresh).as_deref(), Some("hup-two"));
+    let (status, body) = open
+        .send(post(addr, "/runtime/acme/app/mcp", PING, None))
+        .await
+        .expect("the connection opened before SIGHUP still answers");
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // A key that does not match the new certificate: the reload is refused and logged, the
+    // certificate in use stays.
+    write_leaf(dir.path(), "other", &pki.server("hup-three"));
+    std::fs::copy(dir.join("other.crt"), dir.join("server.crt")).expect("mismatched cert");
+    binary.signal("HUP");
+    let refused = binary.until("TLS certificate not reloaded; keeping the one in use");
+    assert_eq!(refused["level"], "WARN", "{refused}");
+    let (_, _, kept) = connect(addr, &tls)
+        .await
+        .expect("handshake after a bad SIGHUP");
+    assert_eq!(common_name(&kept).as_deref(), Some("hup-two"));
 }
