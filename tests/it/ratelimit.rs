@@ -383,6 +383,27 @@ rate = "10/h"
     cleanup(&url, &prefix).await;
 }
 
+/// How many scripts (`EVAL` and `EVALSHA`) the Redis at `url` has run (`INFO commandstats`).
+async fn script_calls(url: &str) -> u64 {
+    let client = redis::Client::open(url).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
+        .filter_map(|line| {
+            let calls = line.split_once("calls=")?.1;
+            calls.split(',').next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
 #[tokio::test]
 async fn an_unreachable_store_fails_open_or_closed_as_each_rule_says() {
     let api = Downstream::new()
@@ -410,9 +431,19 @@ async fn an_unreachable_store_fails_open_or_closed_as_each_rule_says() {
         let server = instances(&file, &redis.url(), "store-down", 1)
             .await
             .remove(0);
-        // Up: the one call an hour passes, the next is limited.
+        // Up: the one call an hour passes, the next ones are limited — each limited request
+        // costs exactly one round trip (one EVALSHA of the GCRA script; the first call of a
+        // fresh Redis also loads the script: EVALSHA, NOSCRIPT, EVAL).
         assert_eq!(mcp_call(server.addr, &keys.alice, 1).await.status, 200);
-        assert_limited(&mcp_call(server.addr, &keys.alice, 2).await, "r", 3600);
+        let before = script_calls(&redis.url()).await;
+        for id in [2, 20, 21] {
+            assert_limited(&mcp_call(server.addr, &keys.alice, id).await, "r", 3600);
+        }
+        assert_eq!(
+            script_calls(&redis.url()).await - before,
+            3,
+            "one script call per limited request"
+        );
         redis.kill();
         for i in 3..6 {
             let reply = mcp_call(server.addr, &keys.alice, i).await;
