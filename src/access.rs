@@ -143,7 +143,20 @@ impl Access {
     ) -> Option<Arc<crate::telemetry::RequestTrace>> {
         self.telemetry
             .as_ref()
-            .map(|telemetry| telemetry.request(headers))
+            .and_then(|telemetry| telemetry.request(headers))
+    }
+
+    /// [`Access::trace`] of one MCP message: its `params._meta` trace context and its
+    /// JSON-RPC id join the HTTP one.
+    pub(crate) fn trace_message(
+        &self,
+        headers: &http::HeaderMap,
+        meta: Option<crate::telemetry::MetaContext<'_>>,
+        id: Option<&dyn std::fmt::Display>,
+    ) -> Option<Arc<crate::telemetry::RequestTrace>> {
+        self.telemetry
+            .as_ref()
+            .and_then(|telemetry| telemetry.message(headers, meta, id))
     }
 
     /// The `Host` and `Origin` guard (preflights and CORS decoration use it too).

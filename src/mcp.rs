@@ -61,6 +61,7 @@ pub use meta::{
 };
 pub use resources::{prompt_resource_uri, PROMPT_RESOURCE_PREFIX};
 pub use subscriptions::{ListChanged, SubscriptionFilter};
+pub(crate) use trace::meta_context as trace_context;
 
 /// The experimental capability key of the BOS source-results extension (valid under `experimental`,
 /// not under MCP 2026-07-28's `extensions`, whose identifiers may not contain `/` in their name:

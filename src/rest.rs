@@ -107,7 +107,7 @@ impl Rest {
         let started = Instant::now();
         let ctx =
             CallContext::from_headers(&parts.headers).traced(self.access.trace(&parts.headers));
-        let span = ctx.trace.as_ref().filter(|t| t.records(None)).map(|trace| {
+        let span = ctx.trace.as_ref().filter(|t| t.records()).map(|trace| {
             use crate::telemetry::Attribute;
             let mut attributes = vec![
                 Attribute::new("http.request.method", "POST"),
@@ -121,7 +121,7 @@ impl Rest {
                     external.as_str().to_owned(),
                 ));
             }
-            trace.server_span(format!("POST {REST_ROUTE}"), None, attributes)
+            trace.server_span(format!("POST {REST_ROUTE}"), attributes)
         });
         let call_type = if name == catalog::schema::DISCOVER_TOOL_NAME {
             CallType::SchemaDiscovery

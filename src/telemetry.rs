@@ -3,8 +3,10 @@
 //! `params._meta`) and written into every downstream request, and the spans themselves.
 //!
 //! Off by default, and then free: nothing here runs — [`crate::access::Access::trace`] hands out
-//! no [`RequestTrace`], so every `if let Some(trace)` on the request path is one branch. On,
-//! each request gets a [`RequestTrace`] (its HTTP parent context); the surface that knows what
+//! no [`RequestTrace`], so every `if let Some(trace)` on the request path is one branch. At
+//! `sampling_ratio = 0.0` a request without a sampled parent (in its headers or its `_meta`)
+//! gets none either. Otherwise each request gets a [`RequestTrace`] (its HTTP and `_meta`
+//! parent contexts, its JSON-RPC id); the surface that knows what
 //! the request is opens a [`ServerSpan`] (MCP in `mcp.rs`, REST in `rest.rs`, A2A in
 //! `a2a/rpc.rs`), which becomes the parent of the CLIENT span of each downstream call
 //! (`invoke/client.rs`). A `_meta` context is the server span's parent and the HTTP one a link
@@ -117,15 +119,52 @@ impl Telemetry {
         }
     }
 
-    /// The trace state of one request: the context its HTTP headers carry.
-    pub(crate) fn request(self: &Arc<Self>, headers: &HeaderMap) -> Arc<RequestTrace> {
-        let http = self.extract(&HeaderSource(headers));
-        Arc::new(RequestTrace {
+    /// The trace state of one request: the context its HTTP headers carry. `None` when
+    /// nothing it does could be recorded (`sampling_ratio = 0.0` and no sampled parent), so the
+    /// request then costs what it costs with telemetry off.
+    pub(crate) fn request(self: &Arc<Self>, headers: &HeaderMap) -> Option<Arc<RequestTrace>> {
+        self.message(headers, None, None)
+    }
+
+    /// The trace state of one MCP message: the HTTP context, the `_meta` context (`meta`;
+    /// when valid it is the server span's parent) and the JSON-RPC id (`jsonrpc.request.id`).
+    /// `None` as for [`Telemetry::request`].
+    pub(crate) fn message(
+        self: &Arc<Self>,
+        headers: &HeaderMap,
+        meta: Option<MetaContext<'_>>,
+        id: Option<&dyn std::fmt::Display>,
+    ) -> Option<Arc<RequestTrace>> {
+        // Most requests carry no context: then the propagators are not run. At 0.0 HTTP baggage
+        // alone changes nothing (no span could be recorded under it).
+        let carried = headers.contains_key(&TRACEPARENT)
+            || (!self.never_roots && headers.contains_key(&BAGGAGE));
+        let http = if carried {
+            self.extract(&HeaderSource(headers))
+        } else {
+            Context::new()
+        };
+        let meta = meta
+            .filter(|m| m.traceparent.is_some())
+            .map(|m| self.extract(&MetaSource(m)))
+            .filter(|cx| cx.span().span_context().is_valid());
+        if self.never_roots && !sampled(&http) && !meta.as_ref().is_some_and(sampled) {
+            return None;
+        }
+        let request_id = id.map(|id| {
+            let text = id.to_string();
+            match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+                Some(inner) => inner.to_owned(),
+                None => text,
+            }
+        });
+        Some(Arc::new(RequestTrace {
             telemetry: Arc::clone(self),
             current: Mutex::new(http.clone()),
             http,
-            request_id: Mutex::new(None),
-        })
+            meta,
+            request_id,
+        }))
     }
 
     fn extract(&self, source: &dyn Extractor) -> Context {
@@ -136,20 +175,26 @@ impl Telemetry {
 
 // === RequestTrace ===
 
-/// One request's trace state, carried in its `CallContext`: the HTTP parent and the context
-/// downstream calls hang under (the server span once one is open).
+/// One request's trace state, carried in its `CallContext`: the HTTP parent, the `_meta`
+/// parent, and the context downstream calls hang under (the server span once one is open).
 pub struct RequestTrace {
     telemetry: Arc<Telemetry>,
     http: Context,
+    /// The valid `params._meta` context of an MCP message: the server span's parent.
+    meta: Option<Context>,
     current: Mutex<Context>,
-    /// The JSON-RPC id of the request, as its JSON text (`jsonrpc.request.id`).
-    request_id: Mutex<Option<String>>,
+    /// The JSON-RPC id of the request, as its JSON text (a string id without its quotes).
+    request_id: Option<String>,
 }
 
 impl std::fmt::Debug for RequestTrace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RequestTrace").finish_non_exhaustive()
     }
+}
+
+fn sampled(cx: &Context) -> bool {
+    cx.span().span_context().is_sampled()
 }
 
 /// The W3C trace context members of an MCP request's `params._meta`.
@@ -161,52 +206,37 @@ pub(crate) struct MetaContext<'a> {
 }
 
 impl RequestTrace {
-    /// Whether a span opened now (under `meta`'s context when it names one) could be recorded:
-    /// false only at `sampling_ratio = 0.0` without a sampled parent, so the surfaces skip
-    /// naming and describing a span that would be dropped.
-    pub(crate) fn records(&self, meta: Option<MetaContext<'_>>) -> bool {
-        if !self.telemetry.never_roots {
-            return true;
-        }
-        let sampled = |cx: &Context| cx.span().span_context().is_sampled();
-        sampled(&self.current.lock())
-            || meta
-                .filter(|m| m.traceparent.is_some())
-                .is_some_and(|m| sampled(&self.telemetry.extract(&MetaSource(m))))
+    /// Whether a span opened now could be recorded: false only at `sampling_ratio = 0.0`
+    /// without a sampled parent, so the surfaces skip naming and describing a span that would
+    /// be dropped.
+    pub(crate) fn records(&self) -> bool {
+        !self.telemetry.never_roots
+            || sampled(&self.current.lock())
+            || self.meta.as_ref().is_some_and(sampled)
     }
 
-    /// Notes the JSON-RPC request id (its JSON text; a string id without its quotes).
-    pub(crate) fn set_request_id(&self, id: &str) {
-        *self.request_id.lock() = Some(id.trim_matches('"').to_owned());
-    }
-
-    /// The noted request id.
-    pub(crate) fn request_id(&self) -> Option<String> {
-        self.request_id.lock().clone()
+    /// The request's JSON-RPC id, when it is an MCP request.
+    pub(crate) fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
     }
 
     /// Opens the SERVER span `name` with `attributes`. Its parent is the `_meta` context when
-    /// `meta` carries a valid `traceparent` (the HTTP context then joins as a link), else the
+    /// the message carried a valid one (the HTTP context then joins as a link), else the
     /// current context (the HTTP one, or an enclosing span). Downstream calls hang under it.
     pub(crate) fn server_span(
         self: &Arc<Self>,
         name: String,
-        meta: Option<MetaContext<'_>>,
         attributes: Vec<KeyValue>,
     ) -> ServerSpan {
-        let meta_cx = meta
-            .filter(|m| m.traceparent.is_some())
-            .map(|m| self.telemetry.extract(&MetaSource(m)))
-            .filter(|cx| cx.span().span_context().is_valid());
         let http_span = self.http.span().span_context().clone();
-        let (parent, links) = match meta_cx {
+        let (parent, links) = match &self.meta {
             Some(cx) => {
                 let links = if http_span.is_valid() {
                     vec![Link::with_context(http_span)]
                 } else {
                     Vec::new()
                 };
-                (cx, links)
+                (cx.clone(), links)
             }
             // The current context: the HTTP one, or the span of an enclosing surface (an A2A
             // message's span over the tool call it runs).
@@ -358,11 +388,22 @@ impl Drop for ClientSpan {
 
 // === carriers ===
 
+const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+const TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
+const BAGGAGE: http::HeaderName = http::HeaderName::from_static("baggage");
+
 struct HeaderSource<'a>(&'a HeaderMap);
 
 impl Extractor for HeaderSource<'_> {
     fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(|value| value.to_str().ok())
+        // The propagators ask for these three: looked up by their static names, not parsed.
+        let value = match key {
+            "traceparent" => self.0.get(&TRACEPARENT),
+            "tracestate" => self.0.get(&TRACESTATE),
+            "baggage" => self.0.get(&BAGGAGE),
+            _ => self.0.get(key),
+        };
+        value.and_then(|value| value.to_str().ok())
     }
 
     fn keys(&self) -> Vec<&str> {

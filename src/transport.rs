@@ -168,17 +168,23 @@ impl Transport {
 }
 
 /// The call context of one MCP message: its external correlation id and, with telemetry on,
-/// its trace (the HTTP `traceparent` as parent, the JSON-RPC id noted for the server span).
+/// its trace (the HTTP and `params._meta` trace contexts, the JSON-RPC id for the server span).
 pub(crate) fn call_context(
     transport: &Transport,
     parts: &http::request::Parts,
     external: Option<crate::invoke::correlation::ExternalCorrelationId>,
     message: &crate::jsonrpc::Message<'_>,
 ) -> crate::invoke::CallContext {
-    let call =
-        crate::invoke::CallContext::new(external).traced(transport.access.trace(&parts.headers));
-    if let (Some(trace), crate::jsonrpc::Message::Request { id, .. }) = (&call.trace, message) {
-        trace.set_request_id(&id.to_string());
-    }
-    call
+    use crate::jsonrpc::Message;
+    let (id, params) = match message {
+        Message::Request { id, params, .. } => (Some(id as &dyn std::fmt::Display), params),
+        Message::Notification { params, .. } => (None, params),
+        _ => (None, &None),
+    };
+    let meta = crate::mcp::trace_context(params.as_ref());
+    crate::invoke::CallContext::new(external).traced(transport.access.trace_message(
+        &parts.headers,
+        meta,
+        id,
+    ))
 }

@@ -340,31 +340,27 @@ impl Agent {
             tool: parking_lot::Mutex::new(None),
             trace: self.access.trace(&parts.headers),
         };
-        let span = call
-            .trace
-            .as_ref()
-            .filter(|t| t.records(None))
-            .map(|trace| {
-                use crate::telemetry::Attribute;
-                let name = method.unwrap_or("unknown");
-                let mut attributes = vec![
-                    Attribute::new("rpc.system", "jsonrpc"),
-                    Attribute::new("rpc.method", name),
-                    Attribute::new(
-                        "jsonrpc.request.id",
-                        String::from_utf8_lossy(&call.id)
-                            .trim_matches('"')
-                            .to_owned(),
-                    ),
-                ];
-                if let Some(external) = &admitted.external {
-                    attributes.push(Attribute::new(
-                        "sluice.external_correlation_id",
-                        external.as_str().to_owned(),
-                    ));
-                }
-                trace.server_span(format!("A2A {name}"), None, attributes)
-            });
+        let span = call.trace.as_ref().filter(|t| t.records()).map(|trace| {
+            use crate::telemetry::Attribute;
+            let name = method.unwrap_or("unknown");
+            let mut attributes = vec![
+                Attribute::new("rpc.system", "jsonrpc"),
+                Attribute::new("rpc.method", name),
+                Attribute::new(
+                    "jsonrpc.request.id",
+                    String::from_utf8_lossy(&call.id)
+                        .trim_matches('"')
+                        .to_owned(),
+                ),
+            ];
+            if let Some(external) = &admitted.external {
+                attributes.push(Attribute::new(
+                    "sluice.external_correlation_id",
+                    external.as_str().to_owned(),
+                ));
+            }
+            trace.server_span(format!("A2A {name}"), attributes)
+        });
         let Some(method) = method else {
             let err = A2aError::MethodNotFound(request.method.clone());
             self.finish(

@@ -14,7 +14,9 @@
 //! - `ledger.rs` (+ `ledger/`): which caller owns which upstream task and context.
 //! - `proxy.rs`: the JSON-RPC endpoint, method by method; `wire.rs`: the envelopes and frames
 //!   around the upstream's payload; `relay.rs`: the streaming relay.
-//! - `forward.rs`: the headers that go upstream besides the body and the credential.
+//! - `forward.rs`: the headers that go upstream besides the body and the credential;
+//!   `span.rs`: the call's SERVER span and each upstream request's CLIENT span (its context
+//!   sent on); `rescue.rs`: upstream and ledger failures as the caller sees them.
 //! - `push.rs`: the push relay.
 //! - `ask.rs`: the `ask_{agentId}` MCP tools of agents with `expose_as_tool`.
 //! - `surface.rs`: the agents list and the synthesized card routes.
@@ -31,6 +33,8 @@ pub(crate) mod proxy;
 pub(crate) mod push;
 pub(crate) mod registry;
 pub(crate) mod relay;
+mod rescue;
+mod span;
 pub(crate) mod surface;
 pub(crate) mod upstream;
 pub(crate) mod wire;

@@ -259,7 +259,7 @@ impl ProviderClient {
             value.set_sensitive(true);
             request.headers_mut().insert(name, value);
         }
-        let span = trace.filter(|trace| trace.records(None)).map(|trace| {
+        let span = trace.filter(|trace| trace.records()).map(|trace| {
             let identity = Attribute::new("sluice.source.identity", source.source_identity.clone());
             trace.http_client_span(&mut request, vec![identity])
         });

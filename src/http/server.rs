@@ -174,9 +174,11 @@ where
 
     // Stop accepting first, so connection attempts from here on are refused.
     drop(listener);
-    drain.start();
+    // Counted before the drain starts: an idle connection the drain closes at once is still
+    // one the drain began with (counting after raced with those closes).
     while connections.try_join_next().is_some() {}
     tracing::info!(connections = connections.len(), "draining");
+    drain.start();
     let all_closed = async { while connections.join_next().await.is_some() {} };
     if tokio::time::timeout(limits.drain_grace, all_closed)
         .await

@@ -375,7 +375,7 @@ impl Invoker {
         // With telemetry on: a CLIENT span under the request's span, its context sent on.
         let span = ctx
             .and_then(|ctx| ctx.trace.as_ref())
-            .filter(|trace| trace.records(None))
+            .filter(|trace| trace.records())
             .map(|trace| trace.http_client_span(&mut request, Vec::new()));
         let exchange = async {
             let _slot = self.limiter.acquire(tenant).await;

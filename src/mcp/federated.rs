@@ -126,7 +126,7 @@ impl Dispatcher {
             guard.disarm();
             return result::federated(self, call.era, None);
         };
-        let trace = call.trace.as_deref().filter(|trace| trace.records(None));
+        let trace = call.trace.as_deref().filter(|trace| trace.records());
         let span = trace.map(|trace| {
             trace.internal_span(
                 format!("federated {}", call.tool.name),

@@ -27,8 +27,7 @@ pub(super) fn open(
     method: &str,
     params: Option<&Payload<'_>>,
 ) -> Option<ServerSpan> {
-    let meta = meta_context(params);
-    if !trace.records(meta) {
+    if !trace.records() {
         return None;
     }
     let target = meta::routing_name(method, params);
@@ -49,7 +48,7 @@ pub(super) fn open(
         }
     }
     if let Some(id) = trace.request_id() {
-        attributes.push(Attribute::new("jsonrpc.request.id", id));
+        attributes.push(Attribute::new("jsonrpc.request.id", id.to_owned()));
     }
     match (method, target) {
         (TOOLS_CALL, Some(tool)) => {
@@ -70,7 +69,7 @@ pub(super) fn open(
             external.as_str().to_owned(),
         ));
     }
-    Some(trace.server_span(name, meta, attributes))
+    Some(trace.server_span(name, attributes))
 }
 
 /// Records the answer on the span and ends it.
@@ -98,14 +97,19 @@ fn is_tool_error(result: &Bytes) -> bool {
     memchr::memmem::find(result, br#""isError":true"#).is_some()
 }
 
-/// The W3C trace context members of `params._meta`.
-fn meta_context<'a>(params: Option<&Payload<'a>>) -> Option<MetaContext<'a>> {
-    let meta = params?.value().get("_meta")?;
-    let text = |key: &str| meta.get(key).and_then(|value| value.into_string());
-    let context = MetaContext {
-        traceparent: text("traceparent"),
-        tracestate: text("tracestate"),
-        baggage: text("baggage"),
-    };
+/// The W3C trace context members of `params._meta`, read in one pass over its members (by
+/// the transport, when it makes the message's trace).
+pub(crate) fn meta_context<'a>(params: Option<&Payload<'a>>) -> Option<MetaContext<'a>> {
+    let meta = params?.value().get("_meta")?.as_object()?;
+    let mut context = MetaContext::default();
+    for (key, value) in &meta {
+        let slot = match key {
+            "traceparent" => &mut context.traceparent,
+            "tracestate" => &mut context.tracestate,
+            "baggage" => &mut context.baggage,
+            _ => continue,
+        };
+        *slot = value.into_string();
+    }
     context.traceparent.is_some().then_some(context)
 }

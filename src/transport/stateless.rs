@@ -59,11 +59,12 @@ pub(crate) async fn post(
     let params = params.as_ref();
     let version = validate(parts, id, method, params)?;
 
-    let call =
-        CallContext::new(admitted.external.clone()).traced(transport.access.trace(&parts.headers));
-    if let Some(trace) = &call.trace {
-        trace.set_request_id(&id.to_string());
-    }
+    let meta = crate::mcp::trace_context(params);
+    let call = CallContext::new(admitted.external.clone()).traced(transport.access.trace_message(
+        &parts.headers,
+        meta,
+        Some(&id),
+    ));
     let scope = Scope::new(
         &target.tenant,
         &target.client,

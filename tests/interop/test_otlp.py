@@ -470,17 +470,29 @@ def main() -> int:
         with lock:
             before = len(spans)
         quiet, quiet_base = start(dir, "unsampled", receiver, downstream, upstream, 0.0)
+        sampled_trace = "d" * 32
         try:
             body, headers = stateless("tools/call", {"name": "echo", "arguments": {}}, "echo")
+            post(f"{quiet_base}/runtime/acme/app/mcp", body, headers)
+            # A sampled parent in _meta only: recorded even at 0.0.
+            body, headers = stateless("tools/call", {"name": "echo", "arguments": {}}, "echo",
+                                      {"traceparent": f"00-{sampled_trace}-{'e' * 16}-01"})
             post(f"{quiet_base}/runtime/acme/app/mcp", body, headers)
         finally:
             stop(quiet)
 
         def unsampled() -> None:
             with lock:
-                expect(len(spans) == before, f"{len(spans) - before} spans exported at sampling 0.0")
+                others = [s.name for s in spans[before:] if s.trace_id.hex() != sampled_trace]
+            expect(not others, f"exported at sampling 0.0 without a sampled parent: {others}")
+
+        def sampled_meta_parent() -> None:
+            server = find("tools/call echo", sampled_trace)
+            expect(server.parent_span_id.hex() == "e" * 16, "the _meta context is the parent")
+            expect(len(children(server)) == 1, f"the downstream call under it: {children(server)}")
 
         check("sampling_ratio = 0.0 exports nothing for an unsampled request", unsampled)
+        check("sampling_ratio = 0.0 still records under a sampled _meta parent", sampled_meta_parent)
         if failed:
             for log in dir.glob("*.log"):
                 print(f"--- {log.name}\n{log.read_text()[-3000:]}", file=sys.stderr)

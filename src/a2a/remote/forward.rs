@@ -2,24 +2,17 @@
 //! caller's well-formed `traceparent`, the `A2A-Extensions` the agent's configuration allows,
 //! and the correlation id the agent's `correlation` strategy names (in its
 //! `correlation_header`). The same headers for unary calls and streams.
-//!
-//! With telemetry on, each upstream request is a CLIENT span `A2A {method}` under the
-//! request's span, and its context replaces the caller's `traceparent`: in the headers and,
-//! for a message send, in the request's `metadata` (`traceparent`, `tracestate`) — A2A's
-//! equivalent of MCP's `params._meta`, which agents that do not read HTTP headers see.
+//! With telemetry on, the trace context of the upstream request's span replaces the caller's
+//! `traceparent` (`span.rs`).
 //!
 //! Must not forward anything else of the caller's request (its credential above all).
 
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use serde_json::Value;
-
 use super::proxy::ProxyCall;
-use crate::a2a::methods;
 use crate::config::CorrelationStrategy;
 use crate::invoke::correlation::CORRELATION_ID_HEADER;
-use crate::telemetry::{Attribute, ClientSpan};
 
 /// The request header naming the A2A extensions a client asks for.
 const EXTENSIONS: HeaderName = HeaderName::from_static("a2a-extensions");
@@ -54,25 +47,6 @@ pub(crate) fn forwarded_headers(parts: &Parts, allowed_extensions: &[String]) ->
     headers
 }
 
-/// Copies the injected `traceparent` and `tracestate` into `params.metadata` (made when
-/// absent; a `metadata` that is not an object is left alone).
-fn meta_context(headers: &HeaderMap, params: &mut Value) {
-    let Some(params) = params.as_object_mut() else {
-        return;
-    };
-    let metadata = params
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    let Some(metadata) = metadata.as_object_mut() else {
-        return;
-    };
-    for key in ["traceparent", "tracestate"] {
-        if let Some(value) = headers.get(key).and_then(|v| v.to_str().ok()) {
-            metadata.insert(key.to_owned(), Value::from(value));
-        }
-    }
-}
-
 /// W3C Trace Context `traceparent`: `vv-{32 hex}-{16 hex}-ff`, lower-case hex.
 fn is_traceparent(value: &[u8]) -> bool {
     let hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
@@ -87,44 +61,6 @@ fn is_traceparent(value: &[u8]) -> bool {
 }
 
 impl ProxyCall<'_> {
-    /// The headers of one upstream request of `method` (`wire_method` as the upstream's
-    /// interface names it) and, with telemetry on, its CLIENT span, whose context is written
-    /// into the headers and into a message send's `wire_params.metadata`.
-    pub(crate) fn upstream_headers(
-        &self,
-        method: &'static str,
-        wire_method: &'static str,
-        wire_params: &mut Value,
-    ) -> (HeaderMap, Option<ClientSpan>) {
-        let mut headers = self.headers();
-        let Some(trace) = self.trace.as_ref().filter(|trace| trace.records(None)) else {
-            return (headers, None);
-        };
-        let url = &self.fetched.card.interface.url;
-        let mut attributes = vec![
-            Attribute::new("rpc.system", "jsonrpc"),
-            Attribute::new("rpc.method", wire_method),
-            Attribute::new("sluice.a2a.agent", self.key.agent.to_string()),
-            Attribute::new(
-                "url.full",
-                format!(
-                    "{}://{}{}",
-                    url.scheme_str().unwrap_or("http"),
-                    url.authority().map_or("", |a| a.as_str()),
-                    url.path()
-                ),
-            ),
-        ];
-        if let Some(host) = url.host() {
-            attributes.push(Attribute::new("server.address", host.to_owned()));
-        }
-        let span = trace.client_span(format!("A2A {wire_method}"), attributes, &mut headers);
-        if method == methods::SEND_MESSAGE || method == methods::SEND_STREAMING_MESSAGE {
-            meta_context(&headers, wire_params);
-        }
-        (headers, Some(span))
-    }
-
     /// The forwarded headers with this call's correlation id, as the agent's `correlation`
     /// strategy says, in its `correlation_header` (a name `sluice check` validated; an
     /// unusable one falls back to `X-Correlation-Id`).

@@ -36,11 +36,11 @@ use serde_json::{Map, Value};
 use super::forward::forwarded_headers;
 use super::ledger::{AgentKey, LedgerError, Seen};
 use super::registry::{Fetched, RemoteAgent};
-use super::upstream::{Upstream, UpstreamError};
+pub(crate) use super::rescue::{error_code, ledger_error, upstream_error};
+use super::upstream::Upstream;
 use super::wire::{self, Answer, Peek};
 use super::{relay, Concentrator};
 use crate::a2a::agent::{self, Agent, Incoming, Read};
-use crate::a2a::error::{UPSTREAM_AUTH_FAILED, UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE};
 use crate::a2a::methods;
 use crate::a2a::model::TaskState;
 use crate::a2a::store::ListQuery;
@@ -53,7 +53,7 @@ use crate::catalog::ClientView;
 use crate::http::response::Body;
 use crate::http::Error;
 use crate::invoke::correlation::{ExecutionId, ExternalCorrelationId};
-use crate::telemetry::{Attribute, RequestTrace};
+use crate::telemetry::RequestTrace;
 
 /// The status object kept per ledger entry is at most this long (a longer one is kept as
 /// `{"state": …}` only).
@@ -181,24 +181,7 @@ impl Concentrator {
             method,
         )
         .traced(agent.access.trace(&parts.headers));
-        let span = call
-            .trace
-            .as_ref()
-            .filter(|t| t.records(None))
-            .map(|trace| {
-                let attributes = vec![
-                    Attribute::new("rpc.system", "jsonrpc"),
-                    Attribute::new("rpc.method", method),
-                    Attribute::new("sluice.a2a.agent", remote.id.to_string()),
-                    Attribute::new(
-                        "jsonrpc.request.id",
-                        String::from_utf8_lossy(&call.id)
-                            .trim_matches('"')
-                            .to_owned(),
-                    ),
-                ];
-                trace.server_span(format!("A2A {method}"), None, attributes)
-            });
+        let span = super::span::server(&call, method);
         let outcome = match request.params.value() {
             Ok(params) => {
                 let params = if version.is_v1() {
@@ -213,13 +196,7 @@ impl Concentrator {
             }
             Err(err) => Err(err),
         };
-        if let Some(span) = span {
-            match &outcome {
-                Ok(Reply::Error(error)) => span.fail(error_code(error).to_string()),
-                Err(err) => span.fail(err.code().0.to_string()),
-                Ok(_) => {}
-            }
-        }
+        super::span::close(span, &outcome);
         call.account(started, &outcome).await;
         Ok(match outcome {
             Ok(Reply::Result(json)) if version.is_v1() => {
@@ -780,42 +757,6 @@ pub(crate) fn seen_of(peek: &Peek<'_>) -> Seen {
         },
         stamp: peek.stamp.as_deref().unwrap_or_default().to_owned(),
     }
-}
-
-/// A transport failure as the caller sees it (the detail goes to the log, never to the caller).
-pub(crate) fn upstream_error(err: UpstreamError) -> A2aError {
-    tracing::debug!(error = %err, "remote agent exchange failed");
-    match err {
-        UpstreamError::Timeout => A2aError::Upstream(UPSTREAM_TIMEOUT),
-        UpstreamError::AuthFailed(_) => A2aError::Upstream(UPSTREAM_AUTH_FAILED),
-        UpstreamError::NonConforming(_) => A2aError::InvalidAgentResponse,
-        UpstreamError::Unavailable(_) | UpstreamError::Config(_) => {
-            A2aError::Upstream(UPSTREAM_UNAVAILABLE)
-        }
-    }
-}
-
-/// A ledger failure as the caller sees it.
-pub(crate) fn ledger_error(err: LedgerError) -> A2aError {
-    match err {
-        LedgerError::Full => A2aError::UnsupportedOperation(
-            "the remote task limit of this tenant is reached; try again later".into(),
-        ),
-        LedgerError::BadPageToken => A2aError::InvalidParams("invalid pageToken".into()),
-        LedgerError::Unavailable(why) => {
-            tracing::warn!(%why, "remote task ledger unavailable");
-            A2aError::Internal
-        }
-    }
-}
-
-/// The `code` of an upstream error object (0 when unreadable: the envelope was checked).
-pub(crate) fn error_code(error: &[u8]) -> i64 {
-    #[derive(serde::Deserialize)]
-    struct Code {
-        code: i64,
-    }
-    serde_json::from_slice::<Code>(error).map_or(0, |c| c.code)
 }
 
 /// A string member, when present and not empty.
