@@ -186,10 +186,6 @@ pub async fn serve(
             }
             let bus = Bus::local(Arc::new(streams.clone()));
             let sessions = Sessions::local(config.sessions);
-            let lifetimes = Arc::clone(&metrics);
-            sessions.observe_lifetimes(crate::session::LifetimeSink(Arc::new(move |lifetime| {
-                lifetimes.mcp_session_ended(lifetime);
-            })));
             (sessions, bus, None)
         }
         Some(redis) => {
@@ -213,6 +209,10 @@ pub async fn serve(
             (sessions, Bus::Redis(backplane), Some(task))
         }
     };
+    let lifetimes = Arc::clone(&metrics);
+    sessions.observe_lifetimes(crate::session::LifetimeSink(Arc::new(move |lifetime| {
+        lifetimes.mcp_session_ended(lifetime);
+    })));
     // Subscribed before the first request, so no reload is missed.
     let list_changed = relay::list_changed_task(
         Arc::clone(&config.catalog),

@@ -215,11 +215,13 @@ impl Sessions {
         }
     }
 
-    /// Reports the lifetime of every session that ends by DELETE or expiry to `sink`. The
-    /// process-local store only: Redis expires idle sessions by key TTL, which tells no one.
+    /// Reports to `sink` the lifetime of every session that ends: by DELETE or expiry in the
+    /// process-local store; by DELETE through this instance with Redis (which expires idle
+    /// sessions by key TTL, telling no one).
     pub(crate) fn observe_lifetimes(&self, sink: LifetimeSink) {
-        if let Self::Local(store) = self {
-            store.observe_lifetimes(sink);
+        match self {
+            Self::Local(store) => store.observe_lifetimes(sink),
+            Self::Redis(store) => store.observe_lifetimes(sink),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Integration tests: what `[telemetry]` and the MCP histograms do inside one process — the
-//! `mcp.server.*.duration` histograms in `/metrics`, a downstream receiving the `traceparent`
-//! of the request's trace, nothing injected while telemetry is off, and a collector that is
-//! down never failing a request. The spans themselves are checked against a real OTLP receiver
+//! `mcp.server.*.duration` histograms in `/metrics` (sessions in the process and in Redis), a
+//! downstream receiving the `traceparent` of the request's trace, nothing injected while
+//! telemetry is off, and a collector that is down never failing a request. The spans themselves are checked against a real OTLP receiver
 //! by `tests/interop/test_otlp.py`.
 
 use std::net::SocketAddr;
@@ -70,14 +70,39 @@ async fn operation_and_session_durations_are_prometheus_histograms() {
         .start()
         .await;
     let server = TestServer::toml(&config(api.addr)).start().await;
-    let session = support::session(server.addr, support::MCP, "2025-11-25").await;
+    three_calls_and_a_delete_are_counted(server.addr).await;
+}
+
+#[tokio::test]
+async fn a_session_deleted_through_a_redis_backed_instance_is_counted() {
+    let Some((url, prefix)) = crate::cluster::redis_or_skip("telemetry_redis_sessions").await
+    else {
+        return;
+    };
+    let api = Downstream::new()
+        .fallback(Answer::Json(r#"{"message":"hello"}"#))
+        .start()
+        .await;
+    let redis = sluice::session::RedisConfig::new(url.clone()).with_prefix(prefix.clone());
+    let server = TestServer::toml(&config(api.addr))
+        .with(move |config| config.cluster = Some(redis))
+        .start()
+        .await;
+    three_calls_and_a_delete_are_counted(server.addr).await;
+    drop(server);
+    crate::cluster::cleanup(&url, &prefix).await;
+}
+
+/// Opens a session on `addr`, makes three calls, deletes it, and reads both histograms.
+async fn three_calls_and_a_delete_are_counted(addr: SocketAddr) {
+    let session = support::session(addr, support::MCP, "2025-11-25").await;
     for _ in 0..3 {
-        assert_eq!(call(server.addr, &session, None).await.status, 200);
+        assert_eq!(call(addr, &session, None).await.status, 200);
     }
     let deleted = support::send(
-        server.addr,
+        addr,
         support::request(
-            server.addr,
+            addr,
             Method::DELETE,
             support::MCP,
             &[
@@ -89,7 +114,7 @@ async fn operation_and_session_durations_are_prometheus_histograms() {
     )
     .await;
     assert!(deleted.status.is_success(), "{}", deleted.status);
-    let text = scrape(server.addr).await;
+    let text = scrape(addr).await;
     let metrics = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
         .expect("the exposition parses");
     let count = |name: &str, method: Option<&str>| -> f64 {

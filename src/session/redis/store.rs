@@ -147,17 +147,17 @@ return {0, expires - now, initialized and 1 or 0, data[1], data[2], data[3], ref
 /// Delete. KEYS: session, tenant set, caller set. ARGV: tenant, client, caller, id, broadcast
 /// channel, session-gone notice (published in the same step, so every instance's cache drops
 /// the session).
-/// Returns 0 (deleted), 1 (not found or already expired), 2 (foreign).
+/// Returns {0, lifetime ms} (deleted), {1} (not found or already expired), {2} (foreign).
 const DELETE: &str = r"
-local record = redis.call('HMGET', KEYS[1], 'tenant', 'client', 'caller', 'expires')
-if not record[1] then return 1 end
-if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] or record[3] ~= ARGV[3] then return 2 end
+local record = redis.call('HMGET', KEYS[1], 'tenant', 'client', 'caller', 'expires', 'created')
+if not record[1] then return {1} end
+if record[1] ~= ARGV[1] or record[2] ~= ARGV[2] or record[3] ~= ARGV[3] then return {2} end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[4])
 redis.call('PUBLISH', ARGV[5], ARGV[6])
-if now >= tonumber(record[4]) then return 1 end
-return 0
+if now >= tonumber(record[4]) then return {1} end
+return {0, now - (tonumber(record[5]) or now)}
 ";
 
 /// Live sessions per tenant. KEYS: tenants, then one tenant set per ARGV tenant.
@@ -224,6 +224,9 @@ pub struct RedisStore {
     /// Sessions this instance served, with when it last heard they expire; what
     /// [`RedisStore::expire`] checks. Spread by [`SessionId::shard64`].
     seen: Sharded<SessionId, Instant, IdHashBuilder>,
+    /// Told the lifetime of every session deleted through this instance (metrics). Sessions
+    /// Redis expires by key TTL end unobserved: nothing reports them.
+    lifetimes: std::sync::OnceLock<crate::session::LifetimeSink>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -259,6 +262,7 @@ impl RedisStore {
             config,
             command_timeout: redis.command_timeout,
             seen: Sharded::with_hasher(SEEN_SHARDS, IdHashBuilder),
+            lifetimes: std::sync::OnceLock::new(),
         })
     }
 
@@ -296,6 +300,11 @@ impl RedisStore {
     /// The local cache of validated sessions (the backplane keeps it honest).
     pub(crate) fn cache(&self) -> &Arc<SessionCache> {
         &self.cache
+    }
+
+    /// Tells `sink` the lifetime of every session deleted through this instance (set once).
+    pub(crate) fn observe_lifetimes(&self, sink: crate::session::LifetimeSink) {
+        let _ = self.lifetimes.set(sink);
     }
 
     /// The configuration in force.
@@ -447,17 +456,20 @@ impl RedisStore {
         let mut connection = self.connection.clone();
         let outcome = bounded(
             self.command_timeout,
-            invocation.invoke_async::<i64>(&mut connection),
+            invocation.invoke_async::<Vec<i64>>(&mut connection),
         )
         .await;
         // Whatever the outcome, this instance stops answering for it from the cache.
         self.cache.invalidate(id);
-        match outcome? {
-            0 => {
+        match outcome?.as_slice() {
+            [0, lived_ms, ..] => {
                 self.forget(id);
+                if let Some(sink) = self.lifetimes.get() {
+                    (sink.0)(Duration::from_millis(u64::try_from(*lived_ms).unwrap_or(0)));
+                }
                 Ok(())
             }
-            2 => Err(SessionError::Foreign),
+            [2, ..] => Err(SessionError::Foreign),
             _ => {
                 self.forget(id);
                 Err(SessionError::NotFound)
