@@ -274,7 +274,7 @@ impl RequestTrace {
     /// its context into `headers` (`traceparent`, `tracestate`, `baggage`).
     pub(crate) fn client_span(
         &self,
-        name: String,
+        name: impl Into<std::borrow::Cow<'static, str>>,
         attributes: Vec<KeyValue>,
         headers: &mut HeaderMap,
     ) -> ClientSpan {
@@ -298,19 +298,20 @@ impl RequestTrace {
         request: &mut http::Request<B>,
         extra: Vec<KeyValue>,
     ) -> ClientSpan {
-        let method = request.method().as_str().to_owned();
+        let method = static_method(request.method());
         let uri = request.uri();
+        let (scheme, authority, path) = (
+            uri.scheme_str().unwrap_or("http"),
+            uri.authority().map_or("", |a| a.as_str()),
+            uri.path(),
+        );
+        let mut url = String::with_capacity(scheme.len() + 3 + authority.len() + path.len());
+        for part in [scheme, "://", authority, path] {
+            url.push_str(part);
+        }
         let mut attributes = Vec::with_capacity(3 + extra.len());
         attributes.push(KeyValue::new("http.request.method", method.clone()));
-        attributes.push(KeyValue::new(
-            "url.full",
-            format!(
-                "{}://{}{}",
-                uri.scheme_str().unwrap_or("http"),
-                uri.authority().map_or("", |a| a.as_str()),
-                uri.path()
-            ),
-        ));
+        attributes.push(KeyValue::new("url.full", url));
         if let Some(host) = uri.host() {
             attributes.push(KeyValue::new("server.address", host.to_owned()));
         }
@@ -318,11 +319,66 @@ impl RequestTrace {
         self.client_span(method, attributes, request.headers_mut())
     }
 
+    /// Writes `cx`'s W3C trace context into `headers`: `traceparent` (written here, into a
+    /// stack buffer: it is on every traced downstream request), `tracestate` when it has
+    /// members, `baggage` (the SDK's propagator) when there is any.
     fn inject(&self, cx: &Context, headers: &mut HeaderMap) {
-        let mut sink = HeaderSink(headers);
-        self.telemetry.trace_context.inject_context(cx, &mut sink);
-        self.telemetry.baggage.inject_context(cx, &mut sink);
+        let span = cx.span();
+        let context = span.span_context();
+        if context.is_valid() {
+            let traceparent = traceparent(
+                &context.trace_id().to_bytes(),
+                &context.span_id().to_bytes(),
+                context.trace_flags().is_sampled(),
+            );
+            if let Ok(value) = http::HeaderValue::from_bytes(&traceparent) {
+                headers.insert(TRACEPARENT, value);
+            }
+            if *context.trace_state() != opentelemetry::trace::TraceState::NONE {
+                if let Ok(value) = http::HeaderValue::from_str(&context.trace_state().header()) {
+                    headers.insert(TRACESTATE, value);
+                }
+            }
+        }
+        use opentelemetry::baggage::BaggageExt as _;
+        if !cx.baggage().is_empty() {
+            self.telemetry
+                .baggage
+                .inject_context(cx, &mut HeaderSink(headers));
+        }
     }
+}
+
+/// `00-{trace id}-{span id}-{flags}`, lower-case hex (W3C Trace Context, version 00).
+fn traceparent(trace_id: &[u8; 16], span_id: &[u8; 8], sampled: bool) -> [u8; 55] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
+    for (i, byte) in trace_id.iter().chain(span_id).enumerate() {
+        // The span id starts after the trace id's 32 digits and one more dash.
+        let at = 3 + 2 * i + usize::from(i >= 16);
+        out[at] = HEX[usize::from(byte >> 4)];
+        out[at + 1] = HEX[usize::from(byte & 0x0f)];
+    }
+    if sampled {
+        out[54] = b'1';
+    }
+    out
+}
+
+/// The method's name, static for the standard methods (no allocation per span).
+fn static_method(method: &http::Method) -> std::borrow::Cow<'static, str> {
+    use http::Method;
+    let name = match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => return std::borrow::Cow::Owned(method.as_str().to_owned()),
+    };
+    std::borrow::Cow::Borrowed(name)
 }
 
 /// An open SERVER (or INTERNAL) span; ends when dropped.
@@ -438,5 +494,39 @@ impl Extractor for MetaSource<'_> {
 
     fn keys(&self) -> Vec<&str> {
         vec!["traceparent", "tracestate", "baggage"]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::propagation::TextMapPropagator as _;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
+    };
+
+    /// Ours writes what the SDK's propagator writes.
+    #[test]
+    fn traceparent_matches_the_sdk_propagator() {
+        let trace = TraceId::from_bytes(
+            *b"\x4b\xf9\x2f\x35\x77\xb3\x4d\xa6\xa3\xce\x92\x9d\x0e\x0e\x47\x36",
+        );
+        let span = SpanId::from_bytes(*b"\x00\xf0\x67\xaa\x0b\xa9\x02\xb7");
+        for flags in [TraceFlags::SAMPLED, TraceFlags::NOT_SAMPLED] {
+            let cx = opentelemetry::Context::new().with_remote_span_context(SpanContext::new(
+                trace,
+                span,
+                flags,
+                true,
+                TraceState::NONE,
+            ));
+            let mut sdk = std::collections::HashMap::new();
+            opentelemetry_sdk::propagation::TraceContextPropagator::new()
+                .inject_context(&cx, &mut sdk);
+            let ours = super::traceparent(&trace.to_bytes(), &span.to_bytes(), flags.is_sampled());
+            assert_eq!(
+                std::str::from_utf8(&ours).ok(),
+                sdk.get("traceparent").map(String::as_str)
+            );
+        }
     }
 }
