@@ -114,8 +114,10 @@ const RELAY_PATH: &str = "/runtime/edge/app/a2a/agents/up";
 /// Allowed allocations per relayed event: the north frame (the event's own bytes, sized
 /// exactly) and the 8-byte nesting scratch serde_json's deserializer grows once per parse of an
 /// envelope whose `result` (a `RawValue`) nests (`src/a2a/remote/wire.rs`); the slack covers
-/// amortized growth (the channel's blocks, hyper's read buffer).
-const MAX_ALLOCS_PER_EVENT: f64 = 2.05;
+/// amortized growth (the channel's blocks, hyper's read buffer), which depends on how the reads
+/// split the stream: 0.05 was exceeded by a 180-event smoke run on a loaded CI machine (2.06).
+/// Any third allocation per event still fails it (≥ 3.0).
+const MAX_ALLOCS_PER_EVENT: f64 = 2.25;
 
 /// Marks the calling thread's allocations as counted (the edge runtime's `on_start`).
 fn count_this_thread() {
@@ -426,11 +428,6 @@ fn paced_latency(run: &Run, control: &Control) -> Duration {
         .unwrap_or_default()
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
-
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let env = |name: &str, default: usize| {
@@ -522,29 +519,29 @@ fn main() {
             allocs_per_event.push((long.allocs as f64 - short.allocs as f64) / extra);
             bytes_per_event.push((long.alloc_bytes as f64 - short.alloc_bytes as f64) / extra);
         }
-        let allocs = median(allocs_per_event.clone());
+        let allocs = common::median(allocs_per_event.clone());
         if full {
             println!("a2a_relay: {events} events per stream, {rounds} rounds (medians)");
             println!(
                 "  paced latency per event: direct {:.1} µs, hyper pass-through {:.1} µs, sluice relay {:.1} µs",
-                median(direct_us),
-                median(pass_us),
-                median(relayed_us),
+                common::median(direct_us),
+                common::median(pass_us),
+                common::median(relayed_us),
             );
             println!(
                 "  added by the sluice relay: {:.1} µs vs direct (target ≤ 50), {:.1} µs vs the pass-through",
-                median(added_us),
-                median(over_pass_us)
+                common::median(added_us),
+                common::median(over_pass_us)
             );
             println!(
                 "  burst: {:.2} µs/event direct, {:.2} µs/event relayed; edge CPU {:.2} µs per relayed event",
-                median(burst_direct_us),
-                median(burst_relayed_us),
-                median(cpu_per_event_us)
+                common::median(burst_direct_us),
+                common::median(burst_relayed_us),
+                common::median(cpu_per_event_us)
             );
             println!(
                 "  edge allocations per relayed event: {allocs:.2} ({:.0} bytes; rounds: {allocs_per_event:.2?})",
-                median(bytes_per_event)
+                common::median(bytes_per_event)
             );
         }
         assert!(

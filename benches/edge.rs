@@ -283,11 +283,6 @@ async fn handshakes(
     (total, before.server_ns(&after), before.secs(&after))
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
-
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let env = |name: &str, default: u64| {
@@ -447,8 +442,8 @@ fn main() {
             hs_cpu.push(ns as f64 / 1e3 / n as f64);
         }
     });
-    let m = |i: usize| median(cpu[i].clone());
-    let r = |i: usize| median(rps[i].clone());
+    let m = |i: usize| common::median(cpu[i].clone());
+    let r = |i: usize| common::median(rps[i].clone());
     println!("edge (median of {rounds} rounds; ping over 16 connections, tools/call over 4):");
     for (i, cell) in cells.iter().enumerate() {
         println!(
@@ -460,8 +455,8 @@ fn main() {
     }
     println!(
         "  TLS 1.3 full handshakes (4 at a time, no resumption): {:.0}/s, {:.0} µs server CPU each",
-        median(hs_rate),
-        median(hs_cpu)
+        common::median(hs_rate),
+        common::median(hs_cpu)
     );
     println!(
         "  ratios (server CPU): ping TLS/plain {:.2}× (≤ 1.3×); rate limit {:.3}× (≤ 1.03×); \

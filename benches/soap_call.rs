@@ -247,11 +247,6 @@ async fn window(
     (calls, before.server_ns(&after), before.secs(&after))
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
-
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let env = |name: &str, default: u64| {
@@ -317,12 +312,15 @@ fn main() {
             }
         }
     });
-    let (rest_cpu, soap_cpu) = (median(cpu[0].clone()), median(cpu[1].clone()));
+    let (rest_cpu, soap_cpu) = (
+        common::median(cpu[0].clone()),
+        common::median(cpu[1].clone()),
+    );
     println!(
         "soap_call ({conns} connections, median of {rounds} rounds): REST {rest_cpu:.1} µs CPU/call \
          {:.0} req/s; SOAP {soap_cpu:.1} µs CPU/call {:.0} req/s; SOAP/REST CPU {:.2}× (target ≤ 1.3×)",
-        median(rps[0].clone()),
-        median(rps[1].clone()),
+        common::median(rps[0].clone()),
+        common::median(rps[1].clone()),
         soap_cpu / rest_cpu.max(1e-9)
     );
 }

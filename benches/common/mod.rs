@@ -199,3 +199,10 @@ pub(crate) fn machine_busy_ticks() -> u64 {
     let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
     total.saturating_sub(idle)
 }
+
+/// The median of per-round figures (the upper middle of an even count; 0 when empty): what every
+/// table quotes on a noisy machine.
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
