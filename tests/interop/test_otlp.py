@@ -435,6 +435,7 @@ def main() -> int:
             expect(len(server) == 1, f"{len(server)} concentrator SERVER spans")
             expect(server[0].parent_span_id.hex() == "c" * 16, "the caller's context is the parent")
             expect(attrs(server[0]).get("sluice.a2a.agent") == "up", f"{attrs(server[0])}")
+            expect(attrs(server[0]).get("sluice.execution_id"), f"no execution id: {attrs(server[0])}")
             client = [s for s in children(server[0]) if s.kind == trace_pb2.Span.SPAN_KIND_CLIENT]
             expect(len(client) == 1 and client[0].name == "A2A SendMessage", f"upstream CLIENT spans {client}")
             want = f"00-{'b' * 32}-{client[0].span_id.hex()}-01"

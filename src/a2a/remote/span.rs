@@ -18,7 +18,7 @@ use crate::telemetry::{Attribute, ClientSpan, ServerSpan};
 /// Opens the SERVER span of `call` (`None`: telemetry off, or nothing would be recorded).
 pub(crate) fn server(call: &ProxyCall<'_>, method: &'static str) -> Option<ServerSpan> {
     let trace = call.trace.as_ref().filter(|trace| trace.records())?;
-    let attributes = vec![
+    let mut attributes = vec![
         Attribute::new("rpc.system", "jsonrpc"),
         Attribute::new("rpc.method", method),
         Attribute::new("sluice.a2a.agent", call.key.agent.to_string()),
@@ -28,7 +28,15 @@ pub(crate) fn server(call: &ProxyCall<'_>, method: &'static str) -> Option<Serve
                 .trim_matches('"')
                 .to_owned(),
         ),
+        // The call's audit record carries the same ids.
+        Attribute::new("sluice.execution_id", call.execution_id.as_str().to_owned()),
     ];
+    if let Some(external) = call.external {
+        attributes.push(Attribute::new(
+            "sluice.external_correlation_id",
+            external.as_str().to_owned(),
+        ));
+    }
     Some(trace.server_span(format!("A2A {method}"), attributes))
 }
 

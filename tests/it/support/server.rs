@@ -50,6 +50,11 @@ fn catalog(text: &str) -> Arc<Catalog> {
 }
 
 impl TestServer {
+    /// Whether `serve` has returned (it failed to start, or it drained).
+    pub(crate) fn has_exited(&self) -> bool {
+        self.task.as_ref().is_some_and(JoinHandle::is_finished)
+    }
+
     /// A server over this catalog text, with the `[server]` settings it names.
     pub(crate) fn toml(text: &str) -> ServerBuilder {
         Self::catalog(catalog(text))
