@@ -242,14 +242,7 @@ impl RequestTrace {
             // message's span over the tool call it runs).
             None => (self.current.lock().clone(), Vec::new()),
         };
-        let tracer = &self.telemetry.tracer;
-        let span = tracer
-            .span_builder(name)
-            .with_kind(SpanKind::Server)
-            .with_attributes(attributes)
-            .with_links(links)
-            .start_with_context(tracer, &parent);
-        let cx = parent.with_span(span);
+        let cx = self.start(name, SpanKind::Server, attributes, links, parent);
         *self.current.lock() = cx.clone();
         ServerSpan { cx }
     }
@@ -259,13 +252,7 @@ impl RequestTrace {
     /// it.
     pub(crate) fn internal_span(&self, name: String, attributes: Vec<KeyValue>) -> ServerSpan {
         let parent = self.current.lock().clone();
-        let tracer = &self.telemetry.tracer;
-        let span = tracer
-            .span_builder(name)
-            .with_kind(SpanKind::Internal)
-            .with_attributes(attributes)
-            .start_with_context(tracer, &parent);
-        let cx = parent.with_span(span);
+        let cx = self.start(name, SpanKind::Internal, attributes, Vec::new(), parent);
         *self.current.lock() = cx.clone();
         ServerSpan { cx }
     }
@@ -279,15 +266,28 @@ impl RequestTrace {
         headers: &mut HeaderMap,
     ) -> ClientSpan {
         let parent = self.current.lock().clone();
+        let cx = self.start(name, SpanKind::Client, attributes, Vec::new(), parent);
+        self.inject(&cx, headers);
+        ClientSpan { cx }
+    }
+
+    /// Starts span `name` under `parent` and returns the context that holds it.
+    fn start(
+        &self,
+        name: impl Into<std::borrow::Cow<'static, str>>,
+        kind: SpanKind,
+        attributes: Vec<KeyValue>,
+        links: Vec<Link>,
+        parent: Context,
+    ) -> Context {
         let tracer = &self.telemetry.tracer;
         let span = tracer
             .span_builder(name)
-            .with_kind(SpanKind::Client)
+            .with_kind(kind)
             .with_attributes(attributes)
+            .with_links(links)
             .start_with_context(tracer, &parent);
-        let cx = parent.with_span(span);
-        self.inject(&cx, headers);
-        ClientSpan { cx }
+        parent.with_span(span)
     }
 
     /// The CLIENT span of one downstream HTTP request (`{METHOD}`, `http.request.method`,
@@ -299,22 +299,9 @@ impl RequestTrace {
         extra: Vec<KeyValue>,
     ) -> ClientSpan {
         let method = static_method(request.method());
-        let uri = request.uri();
-        let (scheme, authority, path) = (
-            uri.scheme_str().unwrap_or("http"),
-            uri.authority().map_or("", |a| a.as_str()),
-            uri.path(),
-        );
-        let mut url = String::with_capacity(scheme.len() + 3 + authority.len() + path.len());
-        for part in [scheme, "://", authority, path] {
-            url.push_str(part);
-        }
         let mut attributes = Vec::with_capacity(3 + extra.len());
         attributes.push(KeyValue::new("http.request.method", method.clone()));
-        attributes.push(KeyValue::new("url.full", url));
-        if let Some(host) = uri.host() {
-            attributes.push(KeyValue::new("server.address", host.to_owned()));
-        }
+        push_target(&mut attributes, request.uri());
         attributes.extend(extra);
         self.client_span(method, attributes, request.headers_mut())
     }
@@ -346,6 +333,24 @@ impl RequestTrace {
                 .baggage
                 .inject_context(cx, &mut HeaderSink(headers));
         }
+    }
+}
+
+/// Pushes a downstream's `url.full` (without its query: it may carry arguments) and
+/// `server.address`.
+pub(crate) fn push_target(attributes: &mut Vec<KeyValue>, uri: &http::Uri) {
+    let (scheme, authority, path) = (
+        uri.scheme_str().unwrap_or("http"),
+        uri.authority().map_or("", |a| a.as_str()),
+        uri.path(),
+    );
+    let mut url = String::with_capacity(scheme.len() + 3 + authority.len() + path.len());
+    for part in [scheme, "://", authority, path] {
+        url.push_str(part);
+    }
+    attributes.push(KeyValue::new("url.full", url));
+    if let Some(host) = uri.host() {
+        attributes.push(KeyValue::new("server.address", host.to_owned()));
     }
 }
 

@@ -54,7 +54,21 @@ seen_traceparents: list[str] = []
 lock = threading.Lock()
 
 
-class Receiver(BaseHTTPRequestHandler):
+class Stub(BaseHTTPRequestHandler):
+    """What the three stubs share: a 200 answer of `body` and no access log."""
+
+    def answer(self, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(200)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+class Receiver(Stub):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
         request = trace_service_pb2.ExportTraceServiceRequest()
@@ -64,15 +78,7 @@ class Receiver(BaseHTTPRequestHandler):
                 resources.append({a.key: a.value.string_value for a in rs.resource.attributes})
                 for ss in rs.scope_spans:
                     spans.extend(ss.spans)
-        answer = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
-        self.send_header("content-type", "application/x-protobuf")
-        self.send_header("content-length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.answer(trace_service_pb2.ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
 
 
 PEOPLE = {"records": [{"source_identity": "crm", "external_id": "crm-1", "record_type": "person",
@@ -80,27 +86,19 @@ PEOPLE = {"records": [{"source_identity": "crm", "external_id": "crm-1", "record
                         "fields": {"name": "Ada", "mail": "ada@example.com"}}], "next_cursor": None}
 
 
-class Downstream(BaseHTTPRequestHandler):
+class Downstream(Stub):
     """The REST tool's API (`/echo`) and the federated tool's provider source (`/people`)."""
 
     def do_GET(self) -> None:  # noqa: N802
         with lock:
             seen_traceparents.append(self.headers.get("traceparent", ""))
-        body = json.dumps(PEOPLE).encode() if self.path.startswith("/people") else b'{"message":"hello"}'
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.answer(json.dumps(PEOPLE).encode() if self.path.startswith("/people") else b'{"message":"hello"}')
 
 
 upstream_seen: list[tuple[str, dict]] = []
 
 
-class UpstreamAgent(BaseHTTPRequestHandler):
+class UpstreamAgent(Stub):
     """A registered remote A2A agent: its card, and a SendMessage answered with a Message; keeps
     the `traceparent` header and the request's `metadata` of every call."""
 
@@ -111,25 +109,14 @@ class UpstreamAgent(BaseHTTPRequestHandler):
                                          "protocolVersion": "1.0"}],
                 "capabilities": {"streaming": False}, "defaultInputModes": ["text/plain"],
                 "defaultOutputModes": ["text/plain"], "skills": []}
-        self.answer(card)
+        self.answer(json.dumps(card).encode())
 
     def do_POST(self) -> None:  # noqa: N802
         request = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
         with lock:
             upstream_seen.append((self.headers.get("traceparent", ""), request.get("params", {}).get("metadata", {})))
-        self.answer({"jsonrpc": "2.0", "id": request.get("id"), "result": {"message": {
-            "messageId": "up-1", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}})
-
-    def answer(self, value: dict) -> None:
-        body = json.dumps(value).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.answer(json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": {"message": {
+            "messageId": "up-1", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}}).encode())
 
 
 def serve(handler) -> int:

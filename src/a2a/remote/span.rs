@@ -67,27 +67,15 @@ impl ProxyCall<'_> {
         let Some(trace) = self.trace.as_ref().filter(|trace| trace.records()) else {
             return (headers, None);
         };
-        let url = &self.fetched.card.interface.url;
         let mut attributes = vec![
             Attribute::new("rpc.system", "jsonrpc"),
             Attribute::new("rpc.method", wire_method),
             Attribute::new("sluice.a2a.agent", self.key.agent.to_string()),
-            Attribute::new(
-                "url.full",
-                format!(
-                    "{}://{}{}",
-                    url.scheme_str().unwrap_or("http"),
-                    url.authority().map_or("", |a| a.as_str()),
-                    url.path()
-                ),
-            ),
         ];
-        if let Some(host) = url.host() {
-            attributes.push(Attribute::new("server.address", host.to_owned()));
-        }
+        crate::telemetry::push_target(&mut attributes, &self.fetched.card.interface.url);
         let span = trace.client_span(format!("A2A {wire_method}"), attributes, &mut headers);
         if method == methods::SEND_MESSAGE || method == methods::SEND_STREAMING_MESSAGE {
-            meta_context(&headers, wire_params);
+            write_metadata(&headers, wire_params);
         }
         (headers, Some(span))
     }
@@ -95,7 +83,7 @@ impl ProxyCall<'_> {
 
 /// Copies the injected `traceparent` and `tracestate` into `params.metadata` (made when
 /// absent; a `metadata` that is not an object is left alone).
-fn meta_context(headers: &HeaderMap, params: &mut Value) {
+fn write_metadata(headers: &HeaderMap, params: &mut Value) {
     let Some(params) = params.as_object_mut() else {
         return;
     };
