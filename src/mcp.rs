@@ -35,6 +35,7 @@ pub(crate) mod names;
 mod page;
 mod params;
 mod platform;
+pub(crate) mod progress;
 mod prompts;
 mod resources;
 mod result;
@@ -59,6 +60,7 @@ use crate::session::SessionId;
 pub use meta::{
     experimental_opt_in, meta_protocol_version, routing_name, stateless_meta, MetaInfo,
 };
+pub use progress::ProgressSink;
 pub use resources::{prompt_resource_uri, PROMPT_RESOURCE_PREFIX};
 pub use subscriptions::{ListChanged, SubscriptionFilter};
 pub(crate) use trace::meta_context as trace_context;
@@ -108,6 +110,9 @@ pub struct Scope<'a> {
     /// arguments, a rejected task, from a failed one); `None` for MCP and REST, which answer
     /// both the same way.
     pub tool_error: Option<&'a ToolErrorSlot>,
+    /// Where `notifications/progress` go when the request asks for them
+    /// (`params._meta.progressToken`) and the transport can write them before the response.
+    pub progress: Option<&'a ProgressSink>,
 }
 
 /// The class of a `tools/call` that ended in an `isError` result, for a caller that must tell
@@ -165,6 +170,7 @@ impl<'a> Scope<'a> {
             stream_sources: false,
             platform: false,
             tool_error: None,
+            progress: None,
         }
     }
 
@@ -190,12 +196,20 @@ impl<'a> Scope<'a> {
         self
     }
 
-    /// Whether the answer may stream source events before the result.
+    /// Where a `tools/call` says why it ended in a tool execution error.
     pub(crate) fn with_tool_error(mut self, slot: &'a ToolErrorSlot) -> Self {
         self.tool_error = Some(slot);
         self
     }
 
+    /// Where the request's progress notifications go (the transport writes them before the
+    /// response).
+    pub fn with_progress(mut self, progress: Option<&'a ProgressSink>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Whether the answer may stream source events before the result.
     pub fn with_stream_sources(mut self, stream_sources: bool) -> Self {
         self.stream_sources = stream_sources;
         self

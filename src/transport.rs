@@ -18,6 +18,8 @@ pub(crate) mod handshake;
 pub(crate) mod headers;
 pub(crate) mod inflight;
 pub(crate) mod legacy_sse;
+pub(crate) mod owned;
+pub(crate) mod progress;
 pub(crate) mod reply;
 pub(crate) mod source_results;
 pub(crate) mod stateless;

@@ -5,7 +5,9 @@
 //! and writes the answer as a `CallToolResult`; the asking itself is behind [`AskAgent`], which
 //! the concentrator implements (`a2a/remote/ask.rs`) and the server wires in, so `mcp` knows
 //! nothing of A2A and A2A nothing of MCP. Invalid arguments and a task that fails are tool
-//! execution errors (`isError: true`), like any tool's.
+//! execution errors (`isError: true`), like any tool's. A call with a `progressToken` hands the
+//! asker a [`Progress`] (`progress.rs`): the task's status updates become progress
+//! notifications.
 //!
 //! Must not touch HTTP, A2A payloads or the ledger.
 
@@ -15,6 +17,7 @@ use futures_util::future::BoxFuture;
 use simd_json::prelude::*;
 use simd_json::tape::Value;
 
+use super::progress::Progress;
 use super::result::{failure, success};
 use super::{Dispatcher, Reply, Scope};
 use crate::auth::Caller;
@@ -39,6 +42,9 @@ pub(crate) struct Ask<'a> {
     pub external: Option<&'a ExternalCorrelationId>,
     /// The request's trace (telemetry on): the upstream call is a CLIENT span under it.
     pub trace: Option<&'a Arc<crate::telemetry::RequestTrace>>,
+    /// Where the task's status updates go as `notifications/progress`, when the call asked
+    /// for them with a `progressToken` and its transport can deliver them.
+    pub progress: Option<Progress<'a>>,
 }
 
 /// How an [`Ask`] ended.
@@ -77,6 +83,7 @@ pub(crate) async fn call(
     view: &Arc<ClientView>,
     agent: &str,
     arguments: Option<Value<'_, '_>>,
+    progress: Option<Progress<'_>>,
 ) -> Reply {
     let args = match read_arguments(arguments) {
         Ok(args) => args,
@@ -100,6 +107,7 @@ pub(crate) async fn call(
             caller: scope.caller,
             external: scope.call.external_correlation_id.as_ref(),
             trace: scope.call.trace.as_ref(),
+            progress,
         })
         .await;
     Reply::Result(match answered {

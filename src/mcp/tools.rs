@@ -114,7 +114,8 @@ pub(crate) async fn call(
                 return Ok(discover_tool_schema(d, scope, view, params.arguments));
             }
             if let Some(agent) = view.agent_tool(params.name) {
-                return Ok(agents::call(d, scope, view, agent, params.arguments).await);
+                let progress = super::progress::Progress::of(scope.progress, raw_params);
+                return Ok(agents::call(d, scope, view, agent, params.arguments, progress).await);
             }
         }
         return Err(McpError::InvalidParams(

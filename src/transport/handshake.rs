@@ -28,8 +28,10 @@ use futures_util::future::Abortable;
 use http::request::Parts;
 use http::{Response, StatusCode};
 use smallvec::SmallVec;
+use tokio::sync::mpsc;
 
 use super::inflight::id_from_json;
+use super::owned::{self, OwnedCall};
 use super::reply::{self, Framing};
 use super::source_results;
 use super::stateless::framing;
@@ -40,7 +42,6 @@ use crate::auth::Caller;
 use crate::http::negotiate::Accept;
 use crate::http::response::{self, Body, INLINE_FRAMES};
 use crate::http::{Error, Target};
-use crate::invoke::CallContext;
 use crate::jsonrpc::{Id, Message};
 use crate::log_limit::{warn_limited, Kind};
 use crate::mcp::{names, NotificationEffect, Reply, Scope};
@@ -123,7 +124,8 @@ pub(crate) async fn post(
             if let (Some(bound), Framing::Sse, names::TOOLS_CALL) = (&session, framing, method) {
                 let snapshot = Arc::clone(&admitted.snapshot);
                 let limits = transport.settings.json_limits;
-                let call = OwnedCall::new(&scope, snapshot, version, id, params.as_ref(), limits);
+                let call = OwnedCall::new(&scope, snapshot, id, params.as_ref(), limits)
+                    .with_progress(params.as_ref());
                 return streamed_call(transport, owner, bound, id, call).await;
             }
             let dispatch = transport
@@ -298,7 +300,7 @@ async fn streamed_call(
     owner: Owner<'_>,
     bound: &Bound,
     id: Id<'_>,
-    call: OwnedCall,
+    (call, mut progress): (OwnedCall, Option<mpsc::Receiver<Bytes>>),
 ) -> Result<Response<Body>, Error> {
     let writer = transport
         .streams
@@ -325,7 +327,16 @@ async fn streamed_call(
             tokio::spawn(async move {
                 let (_registration, abort) =
                     transport.inflight.register(session, request_id.clone());
-                let Ok(outcome) = Abortable::new(dispatch, abort).await else {
+                // Progress notifications go on the stream as they come (resumable like the
+                // response), all of them before it.
+                let run = Abortable::new(dispatch, abort);
+                let write = |message: Bytes| {
+                    let writer = &writer;
+                    async move {
+                        let _ = writer.send(&message).await;
+                    }
+                };
+                let Ok(outcome) = owned::with_progress(run, progress.as_mut(), write).await else {
                     // "The receiver SHOULD NOT reply": the stream ends without a response.
                     writer.finish();
                     return;
@@ -359,97 +370,15 @@ async fn streamed_call(
     if priming {
         frames.extend(writer.push_priming(None).ok());
     }
+    // Progress reported before the call completed at its first poll comes first.
+    if let Some(progress) = progress.as_mut() {
+        while let Ok(note) = progress.try_recv() {
+            frames.extend(writer.push(note.as_ref()).ok());
+        }
+    }
     frames.extend(writer.push(&message).ok());
     writer.finish();
     Ok(response::event_stream(Body::frames(frames)))
-}
-
-/// A session's `tools/call` with everything it reads owned, so its dispatch can move to a task
-/// of its own when it has to wait: the request re-serialized from its parsed form (the body
-/// was parsed in place), the path's tenant and client, the snapshot, the caller.
-struct OwnedCall {
-    request: BytesMut,
-    tenant: Box<str>,
-    client: Box<str>,
-    snapshot: Arc<crate::catalog::Snapshot>,
-    view: Option<Arc<crate::catalog::ClientView>>,
-    version: ProtocolVersion,
-    caller: Caller,
-    call: CallContext,
-    session: Option<SessionId>,
-    surface: crate::audit::Surface,
-    stream_sources: bool,
-    platform: bool,
-    /// The limits the request was parsed with, so it parses again whatever its depth.
-    json_limits: crate::jsonrpc::Limits,
-}
-
-/// A dispatch that owns its inputs.
-type OwnedDispatch =
-    std::pin::Pin<Box<dyn Future<Output = Result<Reply, crate::mcp::McpError>> + Send + 'static>>;
-
-impl OwnedCall {
-    fn new(
-        scope: &Scope<'_>,
-        snapshot: Arc<crate::catalog::Snapshot>,
-        version: ProtocolVersion,
-        id: Id<'_>,
-        params: Option<&crate::jsonrpc::Payload<'_>>,
-        json_limits: crate::jsonrpc::Limits,
-    ) -> Self {
-        let mut request = BytesMut::with_capacity(256);
-        request.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        id.write_json(&mut request);
-        request.extend_from_slice(br#","method":"tools/call""#);
-        if let Some(params) = params {
-            request.extend_from_slice(br#","params":"#);
-            params.write_json(&mut request);
-        }
-        request.extend_from_slice(b"}");
-        Self {
-            request,
-            tenant: scope.tenant.into(),
-            client: scope.client.into(),
-            snapshot,
-            view: scope.view.cloned(),
-            version,
-            caller: scope.caller.clone(),
-            call: scope.call.clone(),
-            session: scope.session,
-            surface: scope.surface,
-            stream_sources: scope.stream_sources,
-            platform: scope.platform,
-            json_limits,
-        }
-    }
-
-    fn run(self, dispatcher: Arc<crate::mcp::Dispatcher>) -> OwnedDispatch {
-        Box::pin(async move {
-            let mut owned = self;
-            let mut request = std::mem::take(&mut owned.request);
-            // It was a valid request a moment ago; re-serialized, it parses the same.
-            let limits = owned.json_limits;
-            let Ok(Message::Request { method, params, .. }) =
-                crate::jsonrpc::parse_with(&mut request, &limits)
-            else {
-                return Err(crate::mcp::McpError::Internal);
-            };
-            let scope = Scope::new(
-                &owned.tenant,
-                &owned.client,
-                &owned.snapshot,
-                owned.view.as_ref(),
-                (Era::Handshake, owned.version),
-                &owned.call,
-                &owned.caller,
-            )
-            .with_session(owned.session)
-            .with_platform(owned.platform)
-            .with_surface(owned.surface)
-            .with_stream_sources(owned.stream_sources);
-            dispatcher.request(&scope, method, params.as_ref()).await
-        })
-    }
 }
 
 /// A cancelled request's answer: an SSE body that ends without a response (just the priming

@@ -20,7 +20,10 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use smallvec::SmallVec;
 
+use std::sync::Arc;
+
 use super::headers::{self, HeaderMismatch};
+use super::owned::OwnedCall;
 use super::reply::{self, Framing};
 use super::source_results;
 use super::stream::StreamKind;
@@ -76,6 +79,16 @@ pub(crate) async fn post(
     )
     .with_platform(platform)
     .with_stream_sources(accept.accepts_sse());
+    if method == mcp::names::TOOLS_CALL && accept.accepts_sse() && mcp::progress::requested(params)
+    {
+        // Its progress goes on the response stream, before the response.
+        let limits = transport.settings.json_limits;
+        let call = OwnedCall::new(&scope, Arc::clone(&admitted.snapshot), id, params, limits)
+            .with_progress(params);
+        return super::progress::respond(transport, id, call)
+            .await
+            .map_err(|err| rejection(&err, id));
+    }
     let outcome = transport.dispatcher.request(&scope, method, params).await;
     match &outcome {
         // What the table answers with a status other than 200 (an unknown method: 404) is a

@@ -14,7 +14,7 @@ use sluice::auth::apikey::{self, GeneratedKey};
 use crate::support::{self, Answer, Downstream, SseReader, TestServer, GUARD};
 
 const PEPPER: &[u8] = b"remote-pepper";
-const UP_CARD: &str = "/runtime/up/agent/a2a/.well-known/agent-card.json";
+pub(crate) const UP_CARD: &str = "/runtime/up/agent/a2a/.well-known/agent-card.json";
 const UP_A2A: &str = "/runtime/up/agent/a2a";
 const AGENT: &str = "/runtime/edge/app/a2a/agents/up";
 const AGENT_CARD: &str = "/runtime/edge/app/a2a/agents/up/.well-known/agent-card.json";
@@ -68,21 +68,27 @@ fn reason(error: &Value) -> &str {
     error["data"][0]["reason"].as_str().unwrap_or_default()
 }
 
-/// The upstream agent: tenant `up`, client `agent`, tools `echo` (answers at once) and `slow`
-/// (never answers), push to plain-http loopback webhooks allowed.
-struct Upstream {
-    server: TestServer,
+/// The upstream agent: tenant `up`, client `agent`, tools `echo` (answers at once), `slow`
+/// (never answers) and `held` (answers when the test releases it), push to plain-http
+/// loopback webhooks allowed.
+pub(crate) struct Upstream {
+    pub(crate) server: TestServer,
     key: GeneratedKey,
     _echo: Downstream,
     _slow: Downstream,
+    pub(crate) held: Downstream,
 }
 
-async fn upstream() -> Upstream {
+pub(crate) async fn upstream() -> Upstream {
     let echo = Downstream::new()
         .fallback(Answer::Json(r#"{"message":"hello"}"#))
         .start()
         .await;
     let slow = Downstream::new().fallback(Answer::Stall).start().await;
+    let held = Downstream::new()
+        .fallback(Answer::Hold(r#"{"message":"released"}"#))
+        .start()
+        .await;
     let key = apikey::generate(PEPPER);
     let text = format!(
         r#"
@@ -117,6 +123,13 @@ exposed = "message"
 name = "slow"
 description = "Never answers."
 downstream = {{ kind = "rest", method = "GET", url = "http://{slow}/slow", timeout_ms = 60000 }}
+[[tenant.toolset.tool]]
+name = "held"
+description = "Answers when released."
+downstream = {{ kind = "rest", method = "GET", url = "http://{held}/held", timeout_ms = 60000 }}
+[[tenant.toolset.tool.output]]
+source = "message"
+exposed = "message"
 
 [[tenant.assignment]]
 client = "agent"
@@ -126,22 +139,24 @@ toolset = "t"
         hash = key.hash_hex,
         echo = echo.addr,
         slow = slow.addr,
+        held = held.addr,
     );
     Upstream {
         server: TestServer::toml(&text).start().await,
         key,
         _echo: echo,
         _slow: slow,
+        held,
     }
 }
 
 /// The edge: tenant `edge`, clients `app` (alice, bob) and `other` (carol); agent `up` behind
 /// it with the upstream's key as its bearer secret (from a file), agent `broken` with a wrong
 /// one, both assigned to `app`.
-struct Edge {
-    server: TestServer,
-    up: Upstream,
-    alice: GeneratedKey,
+pub(crate) struct Edge {
+    pub(crate) server: TestServer,
+    pub(crate) up: Upstream,
+    pub(crate) alice: GeneratedKey,
     bob: GeneratedKey,
     carol: GeneratedKey,
     _secrets: Secrets,
@@ -180,6 +195,12 @@ fn rand_suffix() -> u64 {
 
 async fn edge(agent_extra: &str) -> Edge {
     let up = upstream().await;
+    let card_url = format!("http://{}{UP_CARD}", up.server.addr);
+    edge_for(up, &card_url, agent_extra).await
+}
+
+/// The edge in front of `up`, whose card it reads at `card_url`.
+pub(crate) async fn edge_for(up: Upstream, card_url: &str, agent_extra: &str) -> Edge {
     let secrets = Secrets::new();
     let good = secrets.path().join("good");
     let bad = secrets.path().join("bad");
@@ -194,7 +215,6 @@ async fn edge(agent_extra: &str) -> Edge {
         apikey::generate(PEPPER),
         apikey::generate(PEPPER),
     );
-    let card_url = format!("http://{}{UP_CARD}", up.server.addr);
     let text = format!(
         r#"
 [server]

@@ -1,6 +1,7 @@
 //! The integration test binary: one module per topic, all over real sockets on 127.0.0.1.
 
 mod a2a;
+mod a2a_ask;
 mod a2a_remote;
 mod auth;
 mod bench;

@@ -228,6 +228,7 @@ impl Fixture {
             stream_sources: false,
             platform: false,
             tool_error: None,
+            progress: None,
         };
         self.dispatcher
             .request(&scope, method, params.as_ref())
@@ -898,6 +899,7 @@ async fn cancellation_names_the_request_id_as_its_json_text() {
         stream_sources: false,
         platform: false,
         tool_error: None,
+        progress: None,
     };
     // Each request id as the in-flight request would hold it (OwnedId::as_json).
     for id in [

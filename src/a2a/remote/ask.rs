@@ -13,6 +13,11 @@
 //! tool execution error. A caller that goes away stops the following; the task goes on
 //! upstream, as with A2A callers.
 //!
+//! A call that asked for progress (a `progressToken`) reports the task's steps as they
+//! happen: an agent that streams is asked with `SendStreamingMessage` and its relayed events
+//! are read (`ask/watch.rs`); one that does not is sent the message with `returnImmediately`
+//! and polled from the start as above, each change of state or status text one step.
+//!
 //! Must not know MCP framing: `mcp/agents.rs` reads the arguments and writes the result.
 
 use std::sync::{Arc, Weak};
@@ -30,6 +35,9 @@ use crate::a2a::model::TaskState;
 use crate::a2a::v03::Version;
 use crate::a2a::A2aError;
 use crate::mcp::agents::{Answered, Ask, AskAgent};
+use crate::mcp::progress::Progress;
+
+mod watch;
 
 /// The first wait between two `GetTask` calls while a task settles; doubled up to
 /// [`MAX_POLL`].
@@ -68,13 +76,20 @@ async fn ask_agent(agent: &Arc<Agent>, ask: Ask<'_>) -> Answered {
     else {
         return Answered::Failed(format!("Unknown agent: {}", ask.agent));
     };
-    let method = methods::SEND_MESSAGE;
     let (upstream, fetched) = match remote.ready() {
         Ok(ready) => ready,
         Err(err) => {
-            proxy::count_refused(agent, &remote, method, &err);
+            proxy::count_refused(agent, &remote, methods::SEND_MESSAGE, &err);
             return Answered::Failed(err.to_string());
         }
+    };
+    let mut progress = ask.progress;
+    // Progress from an agent that streams comes from its events; otherwise from polling.
+    let streams = progress.is_some() && fetched.card.streaming;
+    let method = if streams {
+        methods::SEND_STREAMING_MESSAGE
+    } else {
+        methods::SEND_MESSAGE
     };
     let call = ProxyCall::new(
         Reach {
@@ -104,26 +119,42 @@ async fn ask_agent(agent: &Arc<Agent>, ask: Ask<'_>) -> Answered {
     if let Some(task_id) = ask.task_id {
         message["taskId"] = Value::from(task_id);
     }
-    let mut outcome = call.dispatch(method, json!({"message": message})).await;
-    if let Ok(Reply::Result(json)) = &outcome {
-        if let Some(settled) = follow(&call, json, remote.config.stream_idle_ms).await {
-            outcome = settled;
-        }
+    let mut params = json!({"message": message});
+    if progress.is_some() && !streams {
+        // The task's steps are seen by polling it from the start, not after a blocking send.
+        params["configuration"] = json!({"returnImmediately": true});
     }
+    let outcome = match progress.as_mut() {
+        Some(progress) if streams => watch::stream(&call, params, progress).await,
+        _ => {
+            let mut outcome = call.dispatch(method, params).await;
+            if let Ok(Reply::Result(json)) = &outcome {
+                let idle_ms = remote.config.stream_idle_ms;
+                if let Some(settled) = follow(&call, json, idle_ms, progress.as_mut()).await {
+                    outcome = settled;
+                }
+            }
+            outcome
+        }
+    };
     call.account(started, &outcome).await;
     answer(ask.agent, outcome)
 }
 
-/// Follows a task the send answered before it settled; `None` when it had settled (or the
-/// answer was a Message).
+/// Follows a task the send answered before it settled, reporting each change of its state or
+/// status text to `progress`; `None` when it had settled (or the answer was a Message).
 async fn follow(
     call: &ProxyCall<'_>,
     json: &Bytes,
     idle_ms: u64,
+    mut progress: Option<&mut Progress<'_>>,
 ) -> Option<Result<Reply, A2aError>> {
-    let (task_id, mut state) = task_state(json)?;
+    let (task_id, mut state, mut text) = task_state(json)?;
     if settled(state) {
         return None;
+    }
+    if let Some(progress) = progress.as_mut() {
+        progress.report(&watch::describe(state, &text)).await;
     }
     let idle = Duration::from_millis(idle_ms.max(1));
     let mut quiet_since = Instant::now();
@@ -137,12 +168,21 @@ async fn follow(
         let Ok(Reply::Result(json)) = &reply else {
             return Some(reply);
         };
-        let now = task_state(json).map_or(TaskState::Unspecified, |(_, state)| state);
+        let (now, now_text) = task_state(json).map_or(
+            (TaskState::Unspecified, String::new()),
+            |(_, state, text)| (state, text),
+        );
+        let changed = now != state || now_text != text;
+        if changed {
+            if let Some(progress) = progress.as_mut() {
+                progress.report(&watch::describe(now, &now_text)).await;
+            }
+        }
         if settled(now) {
             return Some(reply);
         }
-        if now != state {
-            state = now;
+        if changed {
+            (state, text) = (now, now_text);
             quiet_since = Instant::now();
             wait = FIRST_POLL;
         } else if quiet_since.elapsed() >= idle {
@@ -158,9 +198,9 @@ fn settled(state: TaskState) -> bool {
     state.is_terminal() || state.is_interrupted()
 }
 
-/// The task id and state of a `SendMessage` result (`{"task": …}`) or a `GetTask` one (the
-/// Task itself).
-fn task_state(json: &[u8]) -> Option<(String, TaskState)> {
+/// The task id, state and status text of a `SendMessage` result (`{"task": …}`) or a
+/// `GetTask` one (the Task itself).
+fn task_state(json: &[u8]) -> Option<(String, TaskState, String)> {
     let value: Value = serde_json::from_slice(json).ok()?;
     let task = value.get("task").unwrap_or(&value);
     let id = task.get("id")?.as_str()?.to_owned();
@@ -168,7 +208,7 @@ fn task_state(json: &[u8]) -> Option<(String, TaskState)> {
         .pointer("/status/state")
         .and_then(Value::as_str)
         .map_or(TaskState::Unspecified, TaskState::parse);
-    Some((id, state))
+    Some((id, state, texts(task.pointer("/status/message/parts"))))
 }
 
 /// The tool's answer for `outcome`.
@@ -306,11 +346,13 @@ mod tests {
         assert!(!settled(TaskState::Working));
         assert_eq!(
             task_state(br#"{"task":{"id":"t","status":{"state":"TASK_STATE_WORKING"}}}"#),
-            Some(("t".to_owned(), TaskState::Working))
+            Some(("t".to_owned(), TaskState::Working, String::new()))
         );
         assert_eq!(
-            task_state(br#"{"id":"t","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}"#),
-            Some(("t".to_owned(), TaskState::InputRequired))
+            task_state(
+                br#"{"id":"t","status":{"state":"TASK_STATE_INPUT_REQUIRED","message":{"parts":[{"text":"which?"}]}}}"#
+            ),
+            Some(("t".to_owned(), TaskState::InputRequired, "which?".to_owned()))
         );
     }
 }

@@ -5,7 +5,8 @@
 # sluice as a concentrator in front of remote agents built on the official Python SDK
 # (remote_agent.py: one serving 1.0, one serving only 0.3, one the checks stop).
 #
-# Creates (or reuses) a venv in target/a2a-interop-venv, builds sluice (debug profile: the binary
+# Creates (or reuses) a venv in target/a2a-interop-venv (and the MCP SDK venv of tests/interop,
+# target/interop-venv, for mcp_ask.py), builds sluice (debug profile: the binary
 # `cargo test` already built, so CI compiles nothing new), starts the stub downstream API
 # (downstream.py), the three remote agents and `sluice serve` on a free loopback port, waits for
 # /healthz, runs test_a2a_python.py (1.0 and 0.3 compat mode), test_a2a_remote.py (the
@@ -70,6 +71,16 @@ if ! cmp -s "$here/requirements.txt" "$venv/a2a-interop-requirements.txt" 2>/dev
   cp "$here/requirements.txt" "$venv/a2a-interop-requirements.txt"
 fi
 py="$venv/bin/python"
+
+# --- the MCP SDK's venv for mcp_ask.py (tests/interop/run.sh's own: the same path and pins) ---
+mcp_venv="$root/target/interop-venv"
+if ! cmp -s "$root/tests/interop/requirements.txt" "$mcp_venv/interop-requirements.txt" 2>/dev/null; then
+  rm -rf "$mcp_venv"
+  python3 -m venv "$mcp_venv" || setup_failed "python3 -m venv (MCP SDK)"
+  "$mcp_venv/bin/pip" install --disable-pip-version-check -q -r "$root/tests/interop/requirements.txt" ||
+    setup_failed "pip install -r tests/interop/requirements.txt"
+  cp "$root/tests/interop/requirements.txt" "$mcp_venv/interop-requirements.txt"
+fi
 
 # --- sluice (cargo reuses the build when nothing changed; SLUICE_BIN skips it) ---
 if [ -n "${SLUICE_BIN:-}" ]; then
@@ -217,7 +228,7 @@ if wanted remote; then
     A2A_AUDIT="$work/audit.jsonl" A2A_UPSTREAM_V1="${v1_card%/.well-known/agent-card.json}" \
     A2A_UPSTREAM_V03="${v03_card%/.well-known/agent-card.json}" \
     A2A_UPSTREAM_SECRET="$(cat "$work/upstream.secret")" A2A_DOOMED_PID="$doomed_pid" \
-    timeout 300 "$py" "$here/test_a2a_remote.py" || remote_status=$?
+    MCP_PY="$mcp_venv/bin/python" timeout 300 "$py" "$here/test_a2a_remote.py" || remote_status=$?
 else
   echo "0 passed, 0 failed" >"$summary.remote"
 fi

@@ -10,13 +10,15 @@ aside), the upstream sees only the runtime's credential, the isolation matrix, `
 the ledger, multi-turn, cancel and subscribe passing through, the push relay end to end and a
 forged relay POST, the three transport failures (`UPSTREAM_UNAVAILABLE`, `UPSTREAM_AUTH_FAILED`,
 `UPSTREAM_TIMEOUT`), the audit records, the `ask_{agentId}` MCP tools of the agents exposed as
-tools; with A2A_CLUSTER=1, a task sent on one instance and
+tools (and, through the official MCP Python SDK client in its own venv, `mcp_ask.py`, their
+progress notifications); with A2A_CLUSTER=1, a task sent on one instance and
 subscribed to and canceled on the other (the ledger on Redis).
 
 Env: SLUICE_URL; A2A_UPSTREAM_V1 and A2A_UPSTREAM_V03 (the agents' base URLs, for the direct
 calls and their `GET /_seen` record); A2A_UPSTREAM_SECRET (their bearer secret); A2A_DOOMED_PID
 (the agent the failure check stops); A2A_AUDIT (sluice's audit file); A2A_CLUSTER=1 with
-SLUICE_CLUSTER_A and SLUICE_CLUSTER_B; A2A_SUMMARY; A2A_VERBOSE=1.
+SLUICE_CLUSTER_A and SLUICE_CLUSTER_B; MCP_PY (the MCP interop venv's Python); A2A_SUMMARY;
+A2A_VERBOSE=1.
 """
 
 import asyncio
@@ -658,10 +660,38 @@ def ask_tool_checks():
         text = json.dumps(failed.get("content", []))
         expect(failed.get("isError") is True and "TASK_STATE_FAILED: it failed" in text, f"fail: {failed}")
 
+    async def progress_through_the_mcp_sdk():
+        # The official MCP client, in its own venv (MCP_PY): stateless and session modes.
+        mcp_py = os.environ.get("MCP_PY", "")
+        expect(mcp_py and os.path.exists(mcp_py), f"MCP_PY names no MCP SDK python: {mcp_py!r}")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_ask.py")
+        proc = await asyncio.create_subprocess_exec(
+            mcp_py, script, "v1", "slow",
+            env={**os.environ, "SLUICE_URL": BASE, "ASK_TOKEN": ALICE},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+        expect(proc.returncode == 0, f"mcp_ask.py exited {proc.returncode}: {out.decode()[-500:]} {err.decode()[-500:]}")
+        runs = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+        versions = [run.get("version") for run in runs]
+        expect(versions == ["2026-07-28", "2025-11-25"], f"negotiated {versions}")
+        for run in runs:
+            steps = run["progress"]
+            messages = [step["message"] or "" for step in steps]
+            values = [step["progress"] for step in steps]
+            expect(values == sorted(set(values)) and values, f"{run['mode']}: progress not increasing: {values}")
+            working = [m for m in messages if m.startswith("TASK_STATE_WORKING: step ")]
+            expect(working == [f"TASK_STATE_WORKING: step {n}" for n in range(1, 6)], f"{run['mode']}: the steps {messages}")
+            expect(messages[-1].startswith("TASK_STATE_COMPLETED"), f"{run['mode']}: last step {messages[-1:]}")
+            structured = run["result"].get("structuredContent", {})
+            expect(run["result"].get("isError") is False and structured.get("state") == "TASK_STATE_COMPLETED"
+                   and structured.get("text") == "slow done", f"{run['mode']}: {run['result']}")
+
     return [
         ("mcp: ask_v1 and ask_v03 answer the task's artifacts", hello),
         ("mcp: ask_v03 multi-turn through task_id (bob refused)", multi_turn),
         ("mcp: ask_v1 waits out a slow task; a failed task is isError", slow_and_fail),
+        ("mcp sdk: ask_v1 streams the task's five steps as progress (stateless and session)", progress_through_the_mcp_sdk),
     ]
 
 
