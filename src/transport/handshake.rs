@@ -341,16 +341,7 @@ async fn streamed_call(
                     writer.finish();
                     return;
                 };
-                let outcome = match outcome {
-                    Ok(Reply::Federated(call)) => {
-                        let result = transport
-                            .dispatcher
-                            .run_federated(&call, &mut crate::federation::NullSink)
-                            .await;
-                        Ok(Reply::Result(result))
-                    }
-                    other => other,
-                };
+                let outcome = owned::settle(&transport.dispatcher, outcome).await;
                 let mut message = BytesMut::new();
                 reply::write_outcome(&mut message, &request_id, &outcome);
                 // Waits for room; a client that left gets it from the ring on resume.

@@ -133,6 +133,23 @@ impl OwnedCall {
     }
 }
 
+/// `outcome`, with a federated read that reached a call already streaming run to its final
+/// result (its source events are not streamed: the answer is already this call's stream).
+pub(crate) async fn settle(
+    dispatcher: &crate::mcp::Dispatcher,
+    outcome: Result<Reply, crate::mcp::McpError>,
+) -> Result<Reply, crate::mcp::McpError> {
+    match outcome {
+        Ok(Reply::Federated(call)) => {
+            let result = dispatcher
+                .run_federated(&call, &mut crate::federation::NullSink)
+                .await;
+            Ok(Reply::Result(result))
+        }
+        other => other,
+    }
+}
+
 /// Runs `work`, handing each progress message from `progress` to `write` as it arrives, and
 /// every message still queued when `work` completes before returning its output (so none
 /// follows the response). Without a receiver, just `work`.

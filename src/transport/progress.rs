@@ -115,15 +115,7 @@ fn stream(
                 }
             }
         };
-        let outcome = match outcome {
-            Ok(Reply::Federated(call)) => {
-                let result = dispatcher
-                    .run_federated(&call, &mut crate::federation::NullSink)
-                    .await;
-                Ok(Reply::Result(result))
-            }
-            other => other,
-        };
+        let outcome = owned::settle(&dispatcher, outcome).await;
         let mut message = BytesMut::new();
         reply::write_outcome(&mut message, &request_id, &outcome);
         let _ = tx.send(Encoder::new().message(None, &message)).await;

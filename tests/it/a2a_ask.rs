@@ -6,7 +6,9 @@
 
 use std::net::SocketAddr;
 
-use http::Method;
+use bytes::Bytes;
+use http::{Method, Request};
+use http_body_util::Full;
 use serde_json::{json, Value};
 
 use crate::a2a_remote::{edge_for, upstream, Edge, UP_CARD};
@@ -19,43 +21,38 @@ fn held_message() -> String {
     json!({"tool": "held", "arguments": {}}).to_string()
 }
 
+/// A POST of `body` to the edge's MCP endpoint as alice: JSON, her key, and `headers`.
+fn alice_post(edge: &Edge, headers: &[(&str, &str)], body: &str) -> Request<Full<Bytes>> {
+    let mut all = vec![
+        ("content-type", "application/json"),
+        ("x-api-key", edge.alice.token.as_str()),
+    ];
+    all.extend_from_slice(headers);
+    support::request(edge.server.addr, Method::POST, MCP, &all, body)
+}
+
+/// The headers of a 2025-11-25 session's request that accepts SSE.
+fn in_session(session: &str) -> [(&str, &str); 3] {
+    [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-session-id", session),
+        ("mcp-protocol-version", "2025-11-25"),
+    ]
+}
+
 /// A handshake-era session of alice's at 2025-11-25; its id.
 async fn session(edge: &Edge) -> String {
     let addr = edge.server.addr;
-    let key = edge.alice.token.as_str();
-    let reply = support::send(
-        addr,
-        support::request(
-            addr,
-            Method::POST,
-            MCP,
-            &[
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream;q=0.5"),
-                ("x-api-key", key),
-            ],
-            &support::initialize_body("2025-11-25"),
-        ),
-    )
-    .await;
+    let accept = [("accept", "application/json, text/event-stream;q=0.5")];
+    let init = support::initialize_body("2025-11-25");
+    let reply = support::send(addr, alice_post(edge, &accept, &init)).await;
     assert_eq!(reply.status, 200, "{}", reply.text());
     let id = reply.header("mcp-session-id").to_owned();
-    let reply = support::send(
-        addr,
-        support::request(
-            addr,
-            Method::POST,
-            MCP,
-            &[
-                ("content-type", "application/json"),
-                ("mcp-session-id", &id),
-                ("mcp-protocol-version", "2025-11-25"),
-                ("x-api-key", key),
-            ],
-            support::INITIALIZED,
-        ),
-    )
-    .await;
+    let headers = [
+        ("mcp-session-id", id.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let reply = support::send(addr, alice_post(edge, &headers, support::INITIALIZED)).await;
     assert_eq!(reply.status, 202, "{}", reply.text());
     id
 }
@@ -127,23 +124,7 @@ async fn ask_in_session(edge: &Edge, session: &str, token: &Value) -> SseReader 
         "_meta": {"progressToken": token},
     }})
     .to_string();
-    let stream = SseReader::open(
-        addr,
-        support::request(
-            addr,
-            Method::POST,
-            MCP,
-            &[
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("mcp-session-id", session),
-                ("mcp-protocol-version", "2025-11-25"),
-                ("x-api-key", edge.alice.token.as_str()),
-            ],
-            &body,
-        ),
-    )
-    .await;
+    let stream = SseReader::open(addr, alice_post(edge, &in_session(session), &body)).await;
     assert_eq!(stream.status, 200);
     stream
 }
@@ -164,23 +145,7 @@ async fn a_sessions_ask_call_streams_the_tasks_steps_as_progress_before_its_answ
         "arguments": {"message": json!({"tool": "echo", "arguments": {}}).to_string()},
     }})
     .to_string();
-    let mut plain = SseReader::open(
-        addr,
-        support::request(
-            addr,
-            Method::POST,
-            MCP,
-            &[
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("mcp-session-id", &session),
-                ("mcp-protocol-version", "2025-11-25"),
-                ("x-api-key", edge.alice.token.as_str()),
-            ],
-            &body,
-        ),
-    )
-    .await;
+    let mut plain = SseReader::open(addr, alice_post(&edge, &in_session(&session), &body)).await;
     let message = plain.next_message().await;
     assert_eq!(message["id"], 6, "{message}");
     assert_eq!(
@@ -207,24 +172,13 @@ async fn a_stateless_ask_call_streams_its_progress_on_the_response_stream() {
     }})
     .to_string();
     let addr = edge.server.addr;
-    let mut stream = SseReader::open(
-        addr,
-        support::request(
-            addr,
-            Method::POST,
-            MCP,
-            &[
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", "tools/call"),
-                ("mcp-name", "ask_up"),
-                ("x-api-key", edge.alice.token.as_str()),
-            ],
-            &body,
-        ),
-    )
-    .await;
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "ask_up"),
+    ];
+    let mut stream = SseReader::open(addr, alice_post(&edge, &headers, &body)).await;
     assert_eq!(stream.status, 200);
     assert_eq!(stream.header("content-type"), "text/event-stream");
     let (notes, response) = progress_then_response(&edge, &mut stream, &token, 3).await;
