@@ -20,7 +20,8 @@
 //!   fixed per-stream costs cancelling out.
 //!
 //! Shape: the edge runs in a one-worker runtime pinned to core 0; the upstream and the client in
-//! another pinned to core 1. Modes: `cargo bench --bench a2a_relay` (`--bench`) runs
+//! another pinned to core 1 (`RELAY_CORES=one`: the edge on core 1 too, so no hop wakes an idle
+//! worker on another core). Modes: `cargo bench --bench a2a_relay` (`--bench`) runs
 //! `RELAY_ROUNDS` rounds (default 5) of `RELAY_EVENTS` events (default 1,000) and prints medians;
 //! without it (`cargo test --all-targets`) a smoke run of 200 events checks every stream's event
 //! count and completion and asserts the allocation bound ([`MAX_ALLOCS_PER_EVENT`]: the north
@@ -444,7 +445,10 @@ fn main() {
     } else {
         (200, 1)
     };
-    let (edge_core, peer_core) = common::server_and_client_cores();
+    let (split_core, peer_core) = common::server_and_client_cores();
+    // `RELAY_CORES=one` puts the edge on the peers' core: no cross-core wake-up per hop.
+    let one_core = std::env::var("RELAY_CORES").is_ok_and(|v| v == "one");
+    let edge_core = if one_core { peer_core } else { split_core };
     let edge_rt = common::runtime_with(EDGE_THREAD, edge_core, count_this_thread);
     let peer_rt = common::runtime(PEER_THREAD, peer_core);
     let control = Arc::new(Control::default());

@@ -373,19 +373,22 @@ impl Waiting {
     }
 }
 
-/// A fresh task or context id: a random (version 4) UUID.
+/// A fresh task or context id: a random (version 4) UUID, hyphenated lowercase hex.
 pub(crate) fn new_id() -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bits =
         rand::random::<u128>() & !(0xf000 << 64) & !(0xc << 60) | (0x4000 << 64) | (0x8 << 60);
-    let hex = format!("{bits:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    let mut id = String::with_capacity(36);
+    let mut shift = 128;
+    for at in 0..36 {
+        if matches!(at, 8 | 13 | 18 | 23) {
+            id.push('-');
+        } else {
+            shift -= 4;
+            id.push(char::from(HEX[((bits >> shift) & 0xf) as usize]));
+        }
+    }
+    id
 }
 
 // === GetTask, ListTasks, CancelTask, SubscribeToTask ===
@@ -778,5 +781,11 @@ mod tests {
         assert_eq!(id.len(), 36);
         assert_eq!(&id[14..15], "4", "{id}");
         assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"), "{id}");
+        for (at, c) in id.char_indices() {
+            let hyphen = matches!(at, 8 | 13 | 18 | 23);
+            assert_eq!(c == '-', hyphen, "{id}");
+            assert!(hyphen || matches!(c, '0'..='9' | 'a'..='f'), "{id}");
+        }
+        assert_ne!(new_id(), new_id());
     }
 }

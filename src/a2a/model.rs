@@ -6,7 +6,11 @@
 //! through sluice must not lose them). The 0.3 shapes are translated by `v03.rs`, never here.
 //! Must not know HTTP, JSON-RPC envelopes or the task store.
 
-use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Unknown members of an object, kept verbatim.
@@ -157,18 +161,66 @@ impl Role {
     }
 }
 
+/// A value a part carries: `Tree` when read from a peer, `Raw` when the runtime wrote it from
+/// JSON it already holds as text (a tool's `structuredContent` and its text content, as the
+/// `CallToolResult` has them). A raw value is never parsed into a tree: it is cloned as one
+/// copy and written into the task's JSON as it is, which is what keeps the A2A envelope of a
+/// tool call near the cost of the call (PERFORMANCE.md, issue 16). Reading always gives `Tree`;
+/// two values are equal when they read as the same JSON.
+#[derive(Debug, Clone)]
+pub(crate) enum Json<T> {
+    Tree(T),
+    /// JSON text of a `T` (for `Json<String>`, a JSON string with its quotes and escapes).
+    Raw(Box<RawValue>),
+}
+
+impl<T: DeserializeOwned + Clone> Json<T> {
+    /// The value as a tree (`None`: raw text that does not read as a `T`, which `Raw`'s writers
+    /// never make).
+    pub(crate) fn tree(&self) -> Option<Cow<'_, T>> {
+        match self {
+            Json::Tree(value) => Some(Cow::Borrowed(value)),
+            Json::Raw(raw) => serde_json::from_str(raw.get()).ok().map(Cow::Owned),
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for Json<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Json::Tree(value) => value.serialize(serializer),
+            Json::Raw(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Json<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Json::Tree)
+    }
+}
+
+impl<T: DeserializeOwned + Clone + PartialEq> PartialEq for Json<T> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Json::Raw(a), Json::Raw(b)) if a.get() == b.get() => true,
+            _ => self.tree().is_some() && self.tree() == other.tree(),
+        }
+    }
+}
+
 /// `Part`: exactly one of `text`, `raw` (base64), `url`, `data` (discriminated by presence).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Part {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
+    pub text: Option<Json<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+    pub data: Option<Json<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -183,7 +235,7 @@ impl Part {
     /// A text part.
     pub(crate) fn text(text: impl Into<String>) -> Part {
         Part {
-            text: Some(text.into()),
+            text: Some(Json::Tree(text.into())),
             ..Part::default()
         }
     }
@@ -191,7 +243,23 @@ impl Part {
     /// A data part holding `data` (any JSON value).
     pub(crate) fn data(data: Value) -> Part {
         Part {
-            data: Some(data),
+            data: Some(Json::Tree(data)),
+            ..Part::default()
+        }
+    }
+
+    /// A data part holding the JSON text `raw` as it is.
+    pub(crate) fn raw_data(raw: Box<RawValue>) -> Part {
+        Part {
+            data: Some(Json::Raw(raw)),
+            ..Part::default()
+        }
+    }
+
+    /// A text part holding `raw`, a JSON string (quotes and escapes included), as it is.
+    pub(crate) fn raw_text(raw: Box<RawValue>) -> Part {
+        Part {
+            text: Some(Json::Raw(raw)),
             ..Part::default()
         }
     }
@@ -464,5 +532,34 @@ mod tests {
         assert_eq!(task.history.len(), 1, "the question moved into the history");
         assert_eq!(task.trimmed(Some(0), false).history.len(), 0);
         assert!(task.trimmed(None, false).artifacts.is_empty());
+    }
+
+    #[test]
+    fn raw_parts_are_written_as_they_are_and_equal_their_trees() {
+        let data =
+            RawValue::from_string(r#"{"id":1,"name":"Ada \u00e9"}"#.to_owned()).expect("raw");
+        let text = RawValue::from_string(r#""{\"id\":1}""#.to_owned()).expect("raw");
+        let raw = vec![Part::raw_data(data), Part::raw_text(text)];
+        let tree = vec![
+            Part::data(serde_json::json!({"id": 1, "name": "Ada é"})),
+            Part::text(r#"{"id":1}"#),
+        ];
+        assert_eq!(raw, tree, "raw and tree parts of the same JSON are equal");
+        assert_ne!(raw[1], Part::text("{}"));
+        let written = serde_json::to_string(&raw).expect("writes");
+        assert_eq!(
+            written, r#"[{"data":{"id":1,"name":"Ada \u00e9"}},{"text":"{\"id\":1}"}]"#,
+            "copied verbatim, escapes included"
+        );
+        assert_eq!(
+            serde_json::to_value(&raw).expect("to a tree"),
+            serde_json::to_value(&tree).expect("to a tree")
+        );
+        let read: Vec<Part> = serde_json::from_str(&written).expect("reads back");
+        assert!(
+            matches!(read[0].data, Some(Json::Tree(_))),
+            "reading gives trees"
+        );
+        assert_eq!(read, tree);
     }
 }

@@ -275,9 +275,9 @@ impl Job {
             Outcome::Completed { structured, text } => {
                 let mut parts = Vec::with_capacity(2);
                 if let Some(structured) = structured {
-                    parts.push(Part::data(structured));
+                    parts.push(Part::raw_data(structured));
                 }
-                parts.push(Part::text(text));
+                parts.push(Part::raw_text(text));
                 let artifact = Artifact {
                     artifact_id,
                     name: Some(call.name.clone()),

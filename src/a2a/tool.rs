@@ -7,7 +7,10 @@
 //! Federated reads come back as a [`FederatedCall`] the runner streams source by source.
 //! Must not touch the task store or HTTP.
 
+use std::borrow::Cow;
+
 use bytes::{BufMut, BytesMut};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::model::Message;
@@ -38,16 +41,17 @@ pub(crate) enum NoCall {
 pub(crate) fn read_call(message: &Message) -> Result<ToolCall, NoCall> {
     for part in &message.parts {
         let candidate = match (&part.data, &part.text) {
-            (Some(data), _) => Some(data.clone()),
-            (None, Some(text)) => {
+            (Some(data), _) => data.tree(),
+            (None, Some(text)) => text.tree().and_then(|text| {
                 let text = text.trim();
                 (text.starts_with('{') && text.ends_with('}'))
                     .then(|| serde_json::from_str::<Value>(text).ok())
                     .flatten()
-            }
+                    .map(Cow::Owned)
+            }),
             (None, None) => None,
         };
-        let Some(Value::Object(object)) = candidate else {
+        let Some(Value::Object(object)) = candidate.as_deref() else {
             continue;
         };
         let Some(tool) = object.get("tool") else {
@@ -100,10 +104,11 @@ pub(crate) fn refusal_text(view: &ClientView, problem: &str) -> String {
 /// How a tool call ended.
 #[derive(Debug)]
 pub(crate) enum Outcome {
-    /// The result: `structured` when the tool answered an object, `text` always.
+    /// The result as the `CallToolResult` wrote it: `structured` (its `structuredContent`)
+    /// when the tool answered an object, `text` (its first text content, a JSON string) always.
     Completed {
-        structured: Option<Value>,
-        text: String,
+        structured: Option<Box<RawValue>>,
+        text: Box<RawValue>,
     },
     /// A tool execution error (downstream failure, timeout): `FAILED`.
     Failed(String),
@@ -147,42 +152,56 @@ pub(crate) async fn run(d: &Dispatcher, scope: &Scope<'_>, call: &ToolCall) -> O
     }
 }
 
-/// The members of a `CallToolResult` an outcome needs (the rest is skipped unread).
+/// The members of a `CallToolResult` an outcome needs, borrowed as JSON text (the rest is
+/// skipped unread).
 #[derive(serde::Deserialize)]
-struct CallToolResult {
-    #[serde(default)]
-    content: Vec<Content>,
-    #[serde(default, rename = "structuredContent")]
-    structured: Option<Value>,
+struct CallToolResult<'a> {
+    #[serde(default, borrow)]
+    content: Vec<Content<'a>>,
+    #[serde(default, borrow, rename = "structuredContent")]
+    structured: Option<&'a RawValue>,
     #[serde(default, rename = "isError")]
     is_error: bool,
 }
 
 #[derive(serde::Deserialize)]
-struct Content {
-    #[serde(default)]
-    text: Option<String>,
+struct Content<'a> {
+    #[serde(default, borrow)]
+    text: Option<&'a RawValue>,
 }
 
 /// A `CallToolResult`'s bytes as an outcome.
 pub(crate) fn from_result(result: &[u8], invalid_arguments: Option<bool>) -> Outcome {
-    let Ok(result) = serde_json::from_slice::<CallToolResult>(result) else {
+    let Ok(result) = serde_json::from_slice::<CallToolResult<'_>>(result) else {
         return Outcome::Failed("internal error".to_owned());
     };
+    // A text content is a JSON string; anything else reads as no text.
     let text = result
         .content
-        .into_iter()
-        .next()
+        .first()
         .and_then(|content| content.text)
-        .unwrap_or_default();
+        .filter(|text| text.get().starts_with('"'));
     if result.is_error {
+        let text = text
+            .and_then(|text| serde_json::from_str::<String>(text.get()).ok())
+            .unwrap_or_default();
         return match invalid_arguments {
             Some(true) => Outcome::Rejected(text),
             _ => Outcome::Failed(text),
         };
     }
+    let text = match text.map(RawValue::to_owned) {
+        Some(text) => text,
+        None => match serde_json::value::to_raw_value("") {
+            Ok(empty) => empty,
+            Err(_) => return Outcome::Failed("internal error".to_owned()),
+        },
+    };
     Outcome::Completed {
-        structured: result.structured,
+        structured: result
+            .structured
+            .filter(|raw| raw.get() != "null")
+            .map(RawValue::to_owned),
         text,
     }
 }
@@ -242,7 +261,7 @@ mod tests {
         let ok = br#"{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1},"isError":false}"#;
         assert!(matches!(
             from_result(ok, None),
-            Outcome::Completed { structured: Some(s), .. } if s == json!({"a": 1})
+            Outcome::Completed { structured: Some(s), text } if s.get() == r#"{"a":1}"# && text.get() == r#""{\"a\":1}""#
         ));
         let err = br#"{"content":[{"type":"text","text":"Invalid argument 'id': required."}],"isError":true}"#;
         assert!(matches!(from_result(err, Some(true)), Outcome::Rejected(t) if t.contains("'id'")));
