@@ -529,19 +529,19 @@ impl<'a> ProxyCall<'a> {
     ) -> Result<Unary, A2aError> {
         let v1 = self.fetched.card.interface.version.is_v1();
         match answer {
-            Answer::Result(raw) if v1 => Ok(Unary::Result(body.slice_ref(raw.get().as_bytes()))),
+            Answer::Result(raw) if v1 => Ok(Unary::Result(body.slice_ref(raw.as_bytes()))),
             Answer::Result(raw) => {
                 let value: Value =
-                    serde_json::from_str(raw.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
+                    serde_json::from_str(raw).map_err(|_| A2aError::InvalidAgentResponse)?;
                 let value = v03::result_to_v1(method, value)?;
                 Ok(Unary::Result(Bytes::from(
                     serde_json::to_vec(&value).map_err(|_| A2aError::Internal)?,
                 )))
             }
-            Answer::Error(raw) if v1 => Ok(Unary::Error(body.slice_ref(raw.get().as_bytes()))),
+            Answer::Error(raw) if v1 => Ok(Unary::Error(body.slice_ref(raw.as_bytes()))),
             Answer::Error(raw) => {
                 let mut error: Value =
-                    serde_json::from_str(raw.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
+                    serde_json::from_str(raw).map_err(|_| A2aError::InvalidAgentResponse)?;
                 if let Some(data) = error.get_mut("data") {
                     *data = v03::error_data_to_v1(data.take());
                 }

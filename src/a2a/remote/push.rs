@@ -540,10 +540,10 @@ async fn subscribe(
                 return Ok(());
             };
             let event = if interface.version.is_v1() {
-                data.slice_ref(raw.get().as_bytes())
+                data.slice_ref(raw.as_bytes())
             } else {
                 let value: Value =
-                    serde_json::from_str(raw.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
+                    serde_json::from_str(raw).map_err(|_| A2aError::InvalidAgentResponse)?;
                 let event = crate::a2a::v03::event_to_v1(value)?;
                 Bytes::from(serde_json::to_vec(&event).map_err(|_| A2aError::Internal)?)
             };

@@ -249,10 +249,10 @@ impl Relay {
         match wire::read_event(data, &self.upstream_id)? {
             Answer::Error(raw) => {
                 let error = if self.upstream_version.is_v1() {
-                    Bytes::copy_from_slice(raw.get().as_bytes())
+                    Bytes::copy_from_slice(raw.as_bytes())
                 } else {
-                    let mut error: Value = serde_json::from_str(raw.get())
-                        .map_err(|_| A2aError::InvalidAgentResponse)?;
+                    let mut error: Value =
+                        serde_json::from_str(raw).map_err(|_| A2aError::InvalidAgentResponse)?;
                     if let Some(data) = error.get_mut("data") {
                         *data = v03::error_data_to_v1(data.take());
                     }
@@ -264,14 +264,14 @@ impl Relay {
                 })
             }
             Answer::Result(raw) if self.upstream_version.is_v1() => {
-                let peek = wire::peek_wrapped(raw.get());
+                let peek = wire::peek_answer(raw);
                 let seen = self.changed(&peek);
-                let bytes = self.frame(raw.get().as_bytes(), &peek)?;
+                let bytes = self.frame(raw.as_bytes(), &peek)?;
                 Ok(Frame { bytes, seen })
             }
             Answer::Result(raw) => {
                 let value: Value =
-                    serde_json::from_str(raw.get()).map_err(|_| A2aError::InvalidAgentResponse)?;
+                    serde_json::from_str(raw).map_err(|_| A2aError::InvalidAgentResponse)?;
                 let event = v03::event_to_v1(value)?;
                 let json = serde_json::to_vec(&event).map_err(|_| A2aError::Internal)?;
                 let text = std::str::from_utf8(&json).map_err(|_| A2aError::Internal)?;

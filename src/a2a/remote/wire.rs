@@ -2,86 +2,99 @@
 //! envelope read without re-serializing its payload, the ids and state peeked from a task,
 //! message or stream event, and the north frames written around the caller's id.
 //!
-//! An upstream payload is kept as the bytes the upstream sent (`RawValue` slices of its body),
-//! so members this runtime does not know (A2A 1.1 additions, extensions) reach the caller
-//! untouched; only the JSON-RPC id is replaced. Peeking borrows the payload and allocates
-//! nothing (strings with escapes aside).
+//! An upstream payload is kept as the bytes the upstream sent (slices of its body, checked by
+//! `wire/scan.rs`), so members this runtime does not know (A2A 1.1 additions, extensions) reach
+//! the caller untouched; only the JSON-RPC id is replaced. Reading an envelope and peeking
+//! borrow the payload and allocate nothing (strings with escapes aside).
 //!
 //! Must not know HTTP, the ledger or the upstream client.
+
+mod scan;
 
 use std::borrow::Cow;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
+use self::scan::Json;
 use crate::a2a::model::TaskState;
 use crate::a2a::A2aError;
 
-/// The upstream's answer to one request, its payload as the upstream wrote it.
+/// The upstream's answer to one request, its payload's JSON text as the upstream wrote it (a
+/// slice of the body).
 #[derive(Debug)]
 pub(crate) enum Answer<'a> {
-    Result(&'a RawValue),
+    Result(&'a str),
     /// The error object (its integer `code` checked).
-    Error(&'a RawValue),
+    Error(&'a str),
 }
 
-#[derive(Deserialize)]
+/// The members of a response envelope that matter (`null` reads as absent).
+#[derive(Default)]
 struct Envelope<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
+    id: Option<Json<'a>>,
+    result: Option<Json<'a>>,
+    error: Option<Json<'a>>,
 }
 
-/// What an error object must hold: an integer `code` (only checked, never read).
-#[derive(Deserialize)]
-struct ErrorCode {
-    #[serde(rename = "code")]
-    _code: i64,
+impl<'a> Envelope<'a> {
+    /// `body` checked as JSON and its members found; a repeated member is refused.
+    fn read(body: &'a [u8]) -> Result<Envelope<'a>, A2aError> {
+        let mut envelope = Envelope::default();
+        let mut repeated = false;
+        Json::parse_object(body, |name, value| {
+            let slot = match name {
+                "id" => &mut envelope.id,
+                "result" => &mut envelope.result,
+                "error" => &mut envelope.error,
+                _ => return,
+            };
+            repeated |= slot.is_some();
+            *slot = (!value.is_null()).then_some(value);
+        })
+        .map_err(|_| A2aError::InvalidAgentResponse)?;
+        if repeated {
+            return Err(A2aError::InvalidAgentResponse);
+        }
+        Ok(envelope)
+    }
+
+    /// Exactly one of `result` and `error`, the error with an integer `code`.
+    fn answer(self) -> Result<Answer<'a>, A2aError> {
+        match (self.result, self.error) {
+            (Some(result), None) => Ok(Answer::Result(result.text())),
+            (None, Some(error))
+                if error
+                    .get("code")
+                    .is_some_and(|code| code.text().parse::<i64>().is_ok()) =>
+            {
+                Ok(Answer::Error(error.text()))
+            }
+            _ => Err(A2aError::InvalidAgentResponse),
+        }
+    }
 }
 
 /// Reads a JSON-RPC response `body` answering `expected_id` (JSON text). Anything else — not
 /// JSON, another id, neither or both of `result` and `error`, an error without an integer
 /// `code` — is a non-conforming upstream (-32006).
 pub(crate) fn read_answer<'a>(body: &'a [u8], expected_id: &str) -> Result<Answer<'a>, A2aError> {
-    let envelope: Envelope<'a> =
-        serde_json::from_slice(body).map_err(|_| A2aError::InvalidAgentResponse)?;
-    if envelope.id.map(RawValue::get) != Some(expected_id) {
+    let envelope = Envelope::read(body)?;
+    if envelope.id.map(Json::text) != Some(expected_id) {
         return Err(A2aError::InvalidAgentResponse);
     }
-    match (envelope.result, envelope.error) {
-        (Some(result), None) => Ok(Answer::Result(result)),
-        (None, Some(error)) => {
-            serde_json::from_str::<ErrorCode>(error.get())
-                .map_err(|_| A2aError::InvalidAgentResponse)?;
-            Ok(Answer::Error(error))
-        }
-        _ => Err(A2aError::InvalidAgentResponse),
-    }
+    envelope.answer()
 }
 
 /// The same for one stream event's data, whose id may also be absent or null (some servers
 /// write events without it); a present id must be ours.
 pub(crate) fn read_event<'a>(data: &'a [u8], expected_id: &str) -> Result<Answer<'a>, A2aError> {
-    let envelope: Envelope<'a> =
-        serde_json::from_slice(data).map_err(|_| A2aError::InvalidAgentResponse)?;
-    match envelope.id.map(RawValue::get) {
-        None | Some("null") => {}
+    let envelope = Envelope::read(data)?;
+    match envelope.id.map(Json::text) {
+        None => {}
         Some(id) if id == expected_id => {}
         Some(_) => return Err(A2aError::InvalidAgentResponse),
     }
-    match (envelope.result, envelope.error) {
-        (Some(result), None) => Ok(Answer::Result(result)),
-        (None, Some(error)) => {
-            serde_json::from_str::<ErrorCode>(error.get())
-                .map_err(|_| A2aError::InvalidAgentResponse)?;
-            Ok(Answer::Error(error))
-        }
-        _ => Err(A2aError::InvalidAgentResponse),
-    }
+    envelope.answer()
 }
 
 /// `{"jsonrpc":"2.0","id":<id>,"method":<method>,"params":<params>}` for the upstream.
@@ -149,68 +162,49 @@ pub(crate) fn event(id: &[u8], member: &str, payload: &[u8]) -> Bytes {
 // === peeking ===
 
 /// Ids and status of a Task, Message or update event, borrowed from its JSON.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct Ids<'a> {
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    pub id: Option<Cow<'a, str>>,
-    #[serde(borrow, default, rename = "taskId", deserialize_with = "borrowed")]
-    pub task_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default, rename = "contextId", deserialize_with = "borrowed")]
-    pub context_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub status: Option<&'a RawValue>,
+#[derive(Debug, Default)]
+struct Ids<'a> {
+    id: Option<Cow<'a, str>>,
+    task_id: Option<Cow<'a, str>>,
+    context_id: Option<Cow<'a, str>>,
+    status: Option<Json<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct StatusPeek<'a> {
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    state: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "borrowed")]
-    timestamp: Option<Cow<'a, str>>,
+/// A string or null; `Err` for any other value.
+fn text_value(value: Json<'_>) -> Result<Option<Cow<'_, str>>, ()> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    value.as_str().map(Some).ok_or(())
 }
 
-/// An optional string borrowed from the input when it has no escapes (serde borrows a bare
-/// `Cow<str>` field but copies one inside an `Option`: one allocation per id per event).
-fn borrowed<'de, D>(deserializer: D) -> Result<Option<Cow<'de, str>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    struct Text;
-    impl<'de> serde::de::Visitor<'de> for Text {
-        type Value = Option<Cow<'de, str>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a string or null")
+impl<'a> Ids<'a> {
+    /// The ids of `object` (one pass over its members); `Err` when it is not an object or an
+    /// id is not a string. `null` reads as absent.
+    fn of(object: Json<'a>) -> Result<Ids<'a>, ()> {
+        if !object.is_object() {
+            return Err(());
         }
-        fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Borrowed(v)))
+        let mut ids = Ids::default();
+        for (name, value) in object.members() {
+            match name {
+                "id" => ids.id = text_value(value)?,
+                "taskId" => ids.task_id = text_value(value)?,
+                "contextId" => ids.context_id = text_value(value)?,
+                "status" => ids.status = (!value.is_null()).then_some(value),
+                _ => {}
+            }
         }
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v.to_owned())))
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_str(self)
+        Ok(ids)
+    }
+
+    /// [`Ids::of`] of a present, non-null member.
+    fn of_member(value: Option<Json<'a>>) -> Result<Option<Ids<'a>>, ()> {
+        match value {
+            Some(value) if !value.is_null() => Ids::of(value).map(Some),
+            _ => Ok(None),
         }
     }
-    deserializer.deserialize_option(Text)
-}
-
-/// A `SendMessage` result or a stream event (`StreamResponse`): which member it holds.
-#[derive(Debug, Default, Deserialize)]
-struct Wrapper<'a> {
-    #[serde(borrow, default)]
-    task: Option<Ids<'a>>,
-    #[serde(borrow, default)]
-    message: Option<Ids<'a>>,
-    #[serde(borrow, default, rename = "statusUpdate")]
-    status_update: Option<Ids<'a>>,
-    #[serde(borrow, default, rename = "artifactUpdate")]
-    artifact_update: Option<Ids<'a>>,
 }
 
 /// What one payload says about a task: its id, context and status.
@@ -234,20 +228,31 @@ impl<'a> Peek<'a> {
     fn with_status(
         task_id: Option<Cow<'a, str>>,
         context_id: Option<Cow<'a, str>>,
-        status: Option<&'a RawValue>,
+        status: Option<Json<'a>>,
     ) -> Peek<'a> {
-        let peeked: StatusPeek<'a> = status
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        // A status whose state or timestamp is not a string reads as neither.
+        let (state, stamp) = status
+            .filter(|status| status.is_object())
+            .and_then(|status| {
+                let (mut state, mut stamp) = (None, None);
+                for (name, value) in status.members() {
+                    match name {
+                        "state" => state = text_value(value).ok()?,
+                        "timestamp" => stamp = text_value(value).ok()?,
+                        _ => {}
+                    }
+                }
+                Some((state, stamp))
+            })
             .unwrap_or_default();
         Peek {
             task_id,
             context_id,
-            state: peeked
-                .state
+            state: state
                 .as_deref()
                 .map_or(TaskState::Unspecified, TaskState::parse),
-            stamp: peeked.timestamp,
-            status: status.map(RawValue::get),
+            stamp,
+            status: status.map(Json::text),
             carries_status: status.is_some(),
         }
     }
@@ -255,7 +260,9 @@ impl<'a> Peek<'a> {
 
 /// The ids of a Task (`GetTask`, `CancelTask`).
 pub(crate) fn peek_task(json: &str) -> Peek<'_> {
-    serde_json::from_str::<Ids<'_>>(json)
+    Json::parse(json.as_bytes())
+        .ok()
+        .and_then(|task| Ids::of(task).ok())
         .map(Peek::of_task)
         .unwrap_or_default()
 }
@@ -263,19 +270,49 @@ pub(crate) fn peek_task(json: &str) -> Peek<'_> {
 /// The ids of a `SendMessage` result or a stream event (`{task}`, `{message}`,
 /// `{statusUpdate}`, `{artifactUpdate}`).
 pub(crate) fn peek_wrapped(json: &str) -> Peek<'_> {
-    let Ok(wrapper) = serde_json::from_str::<Wrapper<'_>>(json) else {
+    Json::parse(json.as_bytes())
+        .map(peek_of)
+        .unwrap_or_default()
+}
+
+/// [`peek_wrapped`] of an [`Answer::Result`]'s text, which [`read_event`] or [`read_answer`]
+/// checked already.
+pub(crate) fn peek_answer(result: &str) -> Peek<'_> {
+    peek_of(Json::checked(result))
+}
+
+fn peek_of(wrapper: Json<'_>) -> Peek<'_> {
+    if !wrapper.is_object() {
+        return Peek::default();
+    }
+    let [mut task, mut status_update, mut message, mut artifact_update] = [None; 4];
+    for (name, value) in wrapper.members() {
+        match name {
+            "task" => task = Some(value),
+            "statusUpdate" => status_update = Some(value),
+            "message" => message = Some(value),
+            "artifactUpdate" => artifact_update = Some(value),
+            _ => {}
+        }
+    }
+    let members = (|| {
+        Ok::<_, ()>((
+            Ids::of_member(task)?,
+            Ids::of_member(status_update)?,
+            Ids::of_member(message)?,
+            Ids::of_member(artifact_update)?,
+        ))
+    })();
+    let Ok((task, status_update, message, artifact_update)) = members else {
         return Peek::default();
     };
-    if let Some(task) = wrapper.task {
+    if let Some(task) = task {
         return Peek::of_task(task);
     }
-    if let Some(update) = wrapper.status_update {
+    if let Some(update) = status_update {
         return Peek::with_status(update.task_id, update.context_id, update.status);
     }
-    let ids = wrapper
-        .message
-        .or(wrapper.artifact_update)
-        .unwrap_or_default();
+    let ids = message.or(artifact_update).unwrap_or_default();
     Peek {
         task_id: ids.task_id,
         context_id: ids.context_id,
@@ -291,14 +328,14 @@ mod tests {
     fn answers_are_read_without_touching_the_payload() {
         let body = br#"{"jsonrpc":"2.0","id":"sl-1","result":{"task":{"id":"t","x11":[1, 2]}}}"#;
         match read_answer(body, "\"sl-1\"").unwrap() {
-            Answer::Result(raw) => assert_eq!(raw.get(), r#"{"task":{"id":"t","x11":[1, 2]}}"#),
+            Answer::Result(raw) => assert_eq!(raw, r#"{"task":{"id":"t","x11":[1, 2]}}"#),
             other => panic!("{other:?}"),
         }
         let body =
             br#"{"jsonrpc":"2.0","id":"sl-1","error":{"code":-32001,"message":"no","data":[{}]}}"#;
         match read_answer(body, "\"sl-1\"").unwrap() {
             Answer::Error(raw) => {
-                assert!(raw.get().contains("\"data\":[{}]"));
+                assert!(raw.contains("\"data\":[{}]"));
             }
             other => panic!("{other:?}"),
         }
@@ -308,6 +345,9 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":"sl-1"}"#,
             br#"{"jsonrpc":"2.0","id":"sl-1","error":{"message":"no code"}}"#,
             br#"<html>"#,
+            br#"{"jsonrpc":"2.0","id":"sl-1","result":{},"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":"sl-1","result":{"task":{]}}"#,
+            br#"{"jsonrpc":"2.0","id":"sl-1","error":{"code":1.5}}"#,
         ] {
             assert_eq!(
                 read_answer(bad, "\"sl-1\"").unwrap_err(),
