@@ -165,7 +165,10 @@ async fn answer(
         Route::A2a(target) => {
             let (admitted, body) =
                 admit_a2a(state, peer, parts, &target, body, external, origin()).await?;
-            state.a2a.rpc(parts, body, admitted).await
+            // Boxed, like the concentrator's below: the A2A futures are the largest, and
+            // inline they would set the size of every request's future (MCP's included),
+            // which `server.rs` boxes per request.
+            Box::pin(state.a2a.rpc(parts, body, admitted)).await
         }
         Route::A2aCard(target) => state.a2a.card(parts, &target),
         Route::A2aRemoteCard(target, id) => {
@@ -181,7 +184,10 @@ async fn answer(
         Route::A2aRemote(target, id) => {
             let (admitted, body) =
                 admit_a2a(state, peer, parts, &target, body, external, origin()).await?;
-            crate::a2a::remote::Concentrator::rpc(&state.a2a, &id, parts, body, admitted).await
+            Box::pin(crate::a2a::remote::Concentrator::rpc(
+                &state.a2a, &id, parts, body, admitted,
+            ))
+            .await
         }
         Route::A2aPushRelay(relay) => {
             crate::a2a::remote::push::relay_post(&state.a2a, relay, parts, body).await
