@@ -477,6 +477,13 @@ async fn a_get_stream_full_of_notifications_is_closed_and_resumable() {
 /// The regression of the report: 100 POSTs of 1 MB answered with 1 MB each, to a legacy
 /// stream nobody reads, on the real binary. Before, every answer waited in memory (the process
 /// grew by hundreds of MB); now the stream's queue is bounded and the POSTs past it get 503.
+///
+/// The RSS bound splits the two cases with room on either side. Unbounded, the 100 answers
+/// (2 MiB each: the text content and `structuredContent`) stay queued: ≥ 200 MiB. Bounded, the
+/// queue holds at most its 4 MiB and a few calls are accepted; those run at once, each peaking
+/// near 6 MiB of heap (`tests/call_memory.rs` bounds that exactly), and the allocator may keep
+/// their freed pages. That side measured 45–66 MB on a 2-core VM (the spread is allocator
+/// retention and timing, which is why the bound is not tighter).
 #[tokio::test]
 async fn an_unread_legacy_stream_keeps_the_servers_memory_bounded() {
     let downstream = downstream().start().await;
@@ -520,7 +527,7 @@ async fn an_unread_legacy_stream_keeps_the_servers_memory_bounded() {
         "an unread stream must refuse POSTs at some point"
     );
     assert!(
-        grown_mb < 60,
+        grown_mb < 120,
         "RSS grew by {grown_mb} MB ({before} kB → {after} kB) with {refused} refused"
     );
 }
