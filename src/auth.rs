@@ -250,7 +250,7 @@ impl AuthError {
 /// Authenticates requests. Long-lived and shared (`Arc<Authenticator>`) across catalog reloads;
 /// per-tenant settings come from the [`ClientView`] of each request.
 #[derive(Debug)]
-pub struct Authenticator {
+pub(crate) struct Authenticator {
     /// HMAC-SHA256 keyed with the server pepper, cloned per API-key check (cloning skips the
     /// key schedule). `None` when no pepper is configured: every API key is then unknown.
     pepper: Option<apikey::Pepper>,

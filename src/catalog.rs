@@ -36,7 +36,7 @@ use crate::config::{self, Config, Loc, Problem, Report};
 
 /// How many change sets a slow subscriber may fall behind before it sees
 /// `RecvError::Lagged` (and should then treat every client as changed).
-pub(crate) const CHANGE_CHANNEL_CAPACITY: usize = 64;
+pub const CHANGE_CHANNEL_CAPACITY: usize = 64;
 
 /// The (tenant, client) listings that changed in one reload.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -44,15 +44,11 @@ use serde::Deserialize;
 pub use a2a::{A2aSettings, AgentSettings, TenantA2a};
 pub use a2a_agent::{RemoteAgentConfig, SecretRef, UpstreamAuth};
 pub use audit::{AuditSettings, AuditSink, AuditWhenFull};
-pub(crate) use cluster::ClusterSettings;
-pub use env::{
-    resolve_secret, Overrides, SecretError, API_KEY_PEPPER_ENV, BOS_HANDLE_SECRET_ENV,
-    REDIS_URL_ENV,
-};
-pub use load::{parse, LoadError, SyntaxError, MAX_CONFIG_BYTES};
+pub use env::Overrides;
+pub use load::{parse, LoadError, SyntaxError};
 pub use logging::{LogFormat, LogSettings};
 pub use path::{FieldPath, PathError, Segment};
-pub use rate_limit::{AuthFailureSettings, FailPolicy, Rate, RateDimension, RateLimitRule};
+pub use rate_limit::{AuthFailureSettings, FailPolicy, RateDimension, RateLimitRule};
 pub use server::{PostFraming, ServerSettings, SourceResultsSettings};
 pub use soap::{SoapDownstream, SoapHeader, SoapHeaderField, SoapStyle, SoapVersion, WsSecurity};
 pub use telemetry::{OtlpProtocol, TelemetrySettings};
@@ -64,13 +60,14 @@ pub use tls::{ClientAuth, TlsSettings};
 pub use tool::{
     Downstream, FederatedDownstream, FieldRule, FieldType, Location, OversizePolicy,
     RestDownstream, SchemaMode, Source, SourceCredential, SourceFields, Tool,
-    DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME,
 };
-pub use validate::{
-    is_valid_id, is_valid_key_id, is_valid_tool_name, validate, CompileProblem, Loc, Problem,
-    Report, ToolCompiler, Validated, API_KEY_ID_LEN, JWT_ALGORITHMS, MAX_ID_LEN, MAX_PATH_SEGMENTS,
-    MAX_TOOL_NAME_LEN,
-};
+pub use validate::{validate, CompileProblem, Loc, Problem, Report, ToolCompiler, Validated};
+
+pub(crate) use cluster::ClusterSettings;
+pub(crate) use env::resolve_secret;
+pub(crate) use rate_limit::Rate;
+pub(crate) use tool::{DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME};
+pub(crate) use validate::{is_valid_key_id, API_KEY_ID_LEN};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize, Default)]

@@ -23,7 +23,7 @@ pub use openapi::{import_openapi, OpenApiOptions};
 pub use wsdl::{import_wsdl, Binding, WsdlOptions};
 
 /// Largest contract file read, in bytes.
-pub const MAX_CONTRACT_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_CONTRACT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A problem in a contract, located.
 #[derive(Debug, Clone, PartialEq, Eq)]

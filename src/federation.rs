@@ -42,16 +42,18 @@ pub(crate) const CONTRACT_PAGE: &str = include_str!("federation/contract.md");
 /// Where the contract page is served when `contract_uri` is local (the default).
 pub(crate) const CONTRACT_PATH: &str = "/contracts/bos-source-results-v1";
 
+#[cfg(test)]
+pub(crate) use event::ChannelSink;
+pub(crate) use event::NullSink;
 pub use event::{
-    ChannelSink, EventSink, NullSink, SinkClosed, SourceEvent, SourceRef, SourceStatus,
-    SOURCE_RESULT_METHOD,
+    EventSink, SinkClosed, SourceEvent, SourceRef, SourceStatus, SOURCE_RESULT_METHOD,
 };
+pub use merge::merge_records;
 /// The identity merge before issue 15 (a canonical sort of every record first): the oracle
 /// and bench baseline of [`merge_records`].
 #[cfg(any(test, feature = "test-util"))]
 pub use merge::merge_records_sorted;
-pub use merge::{merge_records, normalize_email, normalize_phone};
-pub use provider::{page_url, ProviderClient, ProviderError};
+pub(crate) use provider::ProviderClient;
 pub(crate) use record::write_records;
 pub use record::{FederatedRecord, IdentityMatch, MatchRule, Provenance};
 pub(crate) use result::FederatedOutcome;

@@ -19,8 +19,8 @@ pub(crate) mod translate;
 
 pub(crate) use budget::{AnswerBudget, AnswerReservation, OverBudget};
 pub use client::{InvokeOutput, Invoker, InvokerConfig};
+pub(crate) use correlation::EXTERNAL_CORRELATION_ID_HEADER;
 pub use correlation::{
     CallContext, CorrelationPolicy, ExecutionId, ExternalCorrelationId, CORRELATION_ID_HEADER,
-    EXTERNAL_CORRELATION_ID_HEADER,
 };
 pub use error::{ArgumentProblem, ErrorClass, InvokeError, ResponseProblem};

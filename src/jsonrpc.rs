@@ -26,10 +26,10 @@ mod payload;
 mod write;
 
 pub(crate) use echo::echo;
-pub use id::{Id, IdRef, OwnedId};
-pub use parse::{
-    has_repeated_name, parse, parse_with, Limits, Message, ParseError, DEFAULT_MAX_DEPTH,
-};
+pub(crate) use id::IdRef;
+pub use id::{Id, OwnedId};
+pub(crate) use parse::{has_repeated_name, parse_with, DEFAULT_MAX_DEPTH};
+pub use parse::{parse, Limits, Message, ParseError};
 pub(crate) use payload::Payload;
 pub(crate) use write::{write_error, write_error_with_data, write_result_raw};
 

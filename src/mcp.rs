@@ -57,11 +57,8 @@ use crate::jsonrpc::{ErrorCode, Payload};
 use crate::rescue::Failure;
 use crate::session::SessionId;
 
-pub use meta::{
-    experimental_opt_in, meta_protocol_version, routing_name, stateless_meta, MetaInfo,
-};
+pub use meta::{stateless_meta, MetaInfo};
 pub use progress::ProgressSink;
-pub use resources::{prompt_resource_uri, PROMPT_RESOURCE_PREFIX};
 pub use subscriptions::{ListChanged, SubscriptionFilter};
 pub(crate) use trace::meta_context as trace_context;
 
@@ -175,14 +172,14 @@ impl<'a> Scope<'a> {
     }
 
     /// The request belongs to `session`.
-    pub fn with_session(mut self, session: Option<SessionId>) -> Self {
+    pub(crate) fn with_session(mut self, session: Option<SessionId>) -> Self {
         self.session = session;
         self
     }
 
     /// The request came through the BOS platform endpoint when `platform` (its audit surface
     /// is then `bos`).
-    pub fn with_platform(mut self, platform: bool) -> Self {
+    pub(crate) fn with_platform(mut self, platform: bool) -> Self {
         self.platform = platform;
         if platform {
             self.surface = Surface::Bos;
@@ -191,7 +188,7 @@ impl<'a> Scope<'a> {
     }
 
     /// The transport that carried the request.
-    pub fn with_surface(mut self, surface: Surface) -> Self {
+    pub(crate) fn with_surface(mut self, surface: Surface) -> Self {
         self.surface = surface;
         self
     }
@@ -204,13 +201,13 @@ impl<'a> Scope<'a> {
 
     /// Where the request's progress notifications go (the transport writes them before the
     /// response).
-    pub fn with_progress(mut self, progress: Option<&'a ProgressSink>) -> Self {
+    pub(crate) fn with_progress(mut self, progress: Option<&'a ProgressSink>) -> Self {
         self.progress = progress;
         self
     }
 
     /// Whether the answer may stream source events before the result.
-    pub fn with_stream_sources(mut self, stream_sources: bool) -> Self {
+    pub(crate) fn with_stream_sources(mut self, stream_sources: bool) -> Self {
         self.stream_sources = stream_sources;
         self
     }

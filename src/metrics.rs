@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use labels::{MethodLabel, RouteLabel, COUNTED_STATUSES};
+pub use labels::{MethodLabel, RouteLabel};
 #[cfg(test)]
 pub(crate) use registry::GaugeFn;
 pub(crate) use tenant::GaugeGuard;
@@ -195,7 +195,7 @@ impl Metrics {
     /// `elapsed` runs from the request's arrival to its response *headers*: for a streamed
     /// response (SSE) that is the time to first byte, not the stream's lifetime, which the
     /// active-streams gauge and the SSE counters describe instead. Status codes outside
-    /// [`COUNTED_STATUSES`] count as `status="other"`.
+    /// [`COUNTED_STATUSES`](labels::COUNTED_STATUSES) count as `status="other"`.
     ///
     /// Three relaxed atomic increments on one cache-line-aligned row; no lock, no allocation.
     #[inline]

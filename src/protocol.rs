@@ -147,7 +147,7 @@ impl PartialEq<&str> for ProtocolVersion {
 /// Why a stateless-era routing header does not agree with the body (SEP-2243; -32020
 /// HeaderMismatch on HTTP 400). Each names the header's label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum HeaderMismatch {
+pub(crate) enum HeaderMismatch {
     /// A required header is absent.
     #[error("required header {0} is missing")]
     Missing(&'static str),
@@ -160,18 +160,6 @@ pub enum HeaderMismatch {
     /// The header's (decoded) value differs from the body.
     #[error("header {0} does not match the request body")]
     Mismatch(&'static str),
-}
-
-impl HeaderMismatch {
-    /// The label of the header at fault, e.g. `"Mcp-Name"`.
-    pub fn header(&self) -> &'static str {
-        match *self {
-            Self::Missing(header)
-            | Self::Duplicate(header)
-            | Self::Malformed(header)
-            | Self::Mismatch(header) => header,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -257,7 +245,6 @@ mod tests {
             HeaderMismatch::Malformed("Mcp-Name"),
             HeaderMismatch::Mismatch("Mcp-Name"),
         ] {
-            assert_eq!(mismatch.header(), "Mcp-Name");
             assert!(mismatch.to_string().contains("Mcp-Name"));
         }
     }

@@ -5,7 +5,7 @@
 //! - `record.rs`: [`SessionRecord`], the [`Owner`] a session is bound to, what validation returns.
 //! - `store.rs`: the [`SessionStore`] contract (ownership, expiry, cap).
 //! - `local.rs`: [`LocalStore`], sharded in-memory maps.
-//! - `backplane.rs`: the [`Backplane`] contract, [`LocalBackplane`] and the [`Bus`] front.
+//! - `backplane.rs`: the [`Backplane`](backplane::Backplane) contract, [`LocalBackplane`] and the [`Bus`] front.
 //! - `redis.rs` + `redis/`: [`RedisConfig`]; [`RedisStore`] (`store.rs`), sessions shared by
 //!   every instance through Redis; [`RedisBackplane`] (`backplane.rs`, `subscriber.rs`,
 //!   `frame.rs`), routing to the instance holding a stream over Redis pub/sub, and the
@@ -32,18 +32,13 @@ use std::time::Duration;
 pub(crate) use self::redis::tests::redis_or_skip;
 /// Key escaping and bounded commands, shared with the A2A task store's Redis keys.
 pub(crate) use self::redis::wire as redis_wire;
-pub use self::redis::{
-    decode_deliver, decode_invalidate, encode_deliver, encode_invalidate, FrameError,
-    RedisBackplane, RedisConfig, RedisStore, Routed, DEFAULT_HOLDER_TTL,
-    DEFAULT_REDIS_COMMAND_TIMEOUT, DEFAULT_REDIS_PREFIX, DEFAULT_SESSION_CACHE,
-    DEFAULT_SESSION_CACHE_CAPACITY, DEFAULT_SESSION_REFRESH_AFTER_PERCENT,
-};
-pub use backplane::{Backplane, BackplaneError, Bus, Inbox, LocalBackplane};
-pub use id::{
-    EncodedSessionId, IdHashBuilder, IdHasher, SessionId, SESSION_ID_BYTES, SESSION_ID_LEN,
-};
-pub use local::{LocalStore, SESSION_SHARDS};
-pub use record::{Handshake, NewSession, Owner, OwnerKey, SessionInfo, SessionRecord};
+pub use self::redis::{RedisBackplane, RedisConfig, RedisStore};
+pub use backplane::{BackplaneError, Bus, Inbox, LocalBackplane};
+pub use id::{EncodedSessionId, SessionId};
+pub(crate) use id::{IdHashBuilder, SESSION_ID_BYTES};
+pub use local::LocalStore;
+pub(crate) use record::SessionRecord;
+pub use record::{Handshake, NewSession, Owner, OwnerKey, SessionInfo};
 pub(crate) use store::SessionStore;
 
 /// Default idle timeout: a session no request has named for this long expires (404 after).

@@ -39,14 +39,14 @@ pub use opentelemetry::KeyValue as Attribute;
 
 /// Why telemetry could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum TelemetryError {
+pub(crate) enum TelemetryError {
     /// The OTLP exporter could not be built (a bad endpoint).
     #[error("OTLP exporter: {0}")]
     Exporter(String),
 }
 
 /// The process's tracer and propagators. One per server.
-pub struct Telemetry {
+pub(crate) struct Telemetry {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
     trace_context: TraceContextPropagator,
@@ -65,7 +65,9 @@ impl std::fmt::Debug for Telemetry {
 impl Telemetry {
     /// Starts the exporter `settings` describe, or nothing when they are off. Needs a tokio
     /// runtime (the batch exporter runs on it).
-    pub fn start(settings: &TelemetrySettings) -> Result<Option<Arc<Telemetry>>, TelemetryError> {
+    pub(crate) fn start(
+        settings: &TelemetrySettings,
+    ) -> Result<Option<Arc<Telemetry>>, TelemetryError> {
         if !settings.enabled {
             return Ok(None);
         }
@@ -113,7 +115,7 @@ impl Telemetry {
     }
 
     /// Exports what is queued and stops the exporter (at the end of the drain).
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         if let Err(err) = self.provider.shutdown() {
             tracing::warn!(%err, "telemetry shutdown");
         }

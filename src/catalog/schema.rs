@@ -29,7 +29,8 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::config::{FieldPath, FieldRule, FieldType, SchemaMode, Segment, Tool};
-pub use crate::config::{DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME};
+
+pub(crate) use crate::config::{DISCOVERY_PLACEHOLDER, DISCOVER_TOOL_NAME};
 
 /// How much human-readable metadata a generated schema keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -65,7 +65,7 @@ pub struct A2aSettings {
 
 impl A2aSettings {
     /// Whether push notifications are offered.
-    pub fn push_enabled(&self) -> bool {
+    pub(crate) fn push_enabled(&self) -> bool {
         self.push_notifications
     }
 }

@@ -18,7 +18,7 @@ pub(crate) const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;
 
 /// Why a secret could not be read (never holds the secret).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SecretError {
+pub(crate) enum SecretError {
     #[error("name exactly one of secret_env and secret_file")]
     NotOne,
     #[error("environment variable {0} is not set (or not UTF-8)")]
@@ -32,7 +32,7 @@ pub enum SecretError {
 /// Reads the secret `secret` names: an environment variable, or a file (at most
 /// [`MAX_SECRET_FILE_BYTES`], surrounding whitespace trimmed). The one place besides
 /// [`Overrides::from_env`] that reads the environment for configuration.
-pub fn resolve_secret(secret: &SecretRef) -> Result<String, SecretError> {
+pub(crate) fn resolve_secret(secret: &SecretRef) -> Result<String, SecretError> {
     let value = match (&secret.secret_env, &secret.secret_file) {
         (Some(name), None) => std::env::var(name).map_err(|_| SecretError::Unset(name.clone()))?,
         (None, Some(path)) => {
@@ -57,13 +57,13 @@ pub fn resolve_secret(secret: &SecretRef) -> Result<String, SecretError> {
 }
 
 /// Overrides `[server] api_key_pepper`.
-pub const API_KEY_PEPPER_ENV: &str = "SLUICE_API_KEY_PEPPER";
+pub(crate) const API_KEY_PEPPER_ENV: &str = "SLUICE_API_KEY_PEPPER";
 
 /// Overrides `[server] bos_handle_secret`.
-pub const BOS_HANDLE_SECRET_ENV: &str = "SLUICE_BOS_HANDLE_SECRET";
+pub(crate) const BOS_HANDLE_SECRET_ENV: &str = "SLUICE_BOS_HANDLE_SECRET";
 
 /// Overrides `[cluster] redis_url` when set and not empty.
-pub const REDIS_URL_ENV: &str = "SLUICE_REDIS_URL";
+pub(crate) const REDIS_URL_ENV: &str = "SLUICE_REDIS_URL";
 
 /// The overrides found in the environment; `None` leaves the file's value.
 #[derive(Clone, Default, PartialEq, Eq)]

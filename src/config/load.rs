@@ -12,7 +12,7 @@ use super::Config;
 
 /// Largest configuration file read, in bytes. A larger file is refused with
 /// [`LoadError::TooLarge`] before it is parsed.
-pub const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Why a configuration file could not be turned into a [`Config`].
 #[derive(Debug, thiserror::Error)]

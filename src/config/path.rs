@@ -57,7 +57,7 @@ impl FieldPath {
 
     /// Parses an XML path `a/p:b[*]/@c`: names may also contain `.` and `:` (a prefix), and a
     /// segment may be `#text`. Which names are well-formed QNames is the SOAP plan's check.
-    pub fn parse_xml(text: &str) -> Result<Self, PathError> {
+    pub(crate) fn parse_xml(text: &str) -> Result<Self, PathError> {
         Self::parse_in(text, b'/', |ch| {
             ch.is_alphanumeric() || matches!(ch, '_' | '-' | '@' | '.' | ':' | '#')
         })

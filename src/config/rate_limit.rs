@@ -67,7 +67,7 @@ pub enum FailPolicy {
 
 /// A parsed `rate`: `count` calls per `period`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rate {
+pub(crate) struct Rate {
     /// Calls per period, at least 1.
     pub count: u32,
     /// The period.
@@ -76,7 +76,7 @@ pub struct Rate {
 
 impl Rate {
     /// Reads `"{count}/{unit}"` (`s`, `sec`, `min`, `h`); `None` when it is not that.
-    pub fn parse(text: &str) -> Option<Rate> {
+    pub(crate) fn parse(text: &str) -> Option<Rate> {
         let (count, unit) = text.trim().split_once('/')?;
         let count: u32 = count.trim().parse().ok().filter(|&n| n > 0)?;
         let period = match unit.trim() {

@@ -13,10 +13,10 @@ use super::path::FieldPath;
 
 /// Name of the meta-tool that returns full schemas (the catalog lists it when a client needs
 /// it); no configured tool may take it.
-pub const DISCOVER_TOOL_NAME: &str = "discover_tool_schema";
+pub(crate) const DISCOVER_TOOL_NAME: &str = "discover_tool_schema";
 
 /// Name of the placeholder property of Lazy schemas; no input field may be exposed under it.
-pub const DISCOVERY_PLACEHOLDER: &str = "_schema_discovery";
+pub(crate) const DISCOVERY_PLACEHOLDER: &str = "_schema_discovery";
 
 /// A tool: one business API operation exposed to AI clients.
 #[derive(Debug, Clone, Deserialize)]

@@ -25,10 +25,7 @@ use std::fmt;
 
 use super::{Config, FieldPath, FieldRule, LoadError, Tool};
 
-pub use client::{is_valid_key_id, API_KEY_ID_LEN, JWT_ALGORITHMS};
-pub use field::MAX_PATH_SEGMENTS;
-pub use tenant::{is_valid_id, MAX_ID_LEN};
-pub use tool::{is_valid_tool_name, MAX_TOOL_NAME_LEN};
+pub(crate) use client::{is_valid_key_id, API_KEY_ID_LEN};
 
 /// Where a problem is: a chain of `kind 'name'` steps from the file down.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]

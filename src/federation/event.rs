@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, BytesMut};
 use futures_util::future::BoxFuture;
+#[cfg(test)]
 use tokio::sync::mpsc;
 
 use super::record::{write_records, FederatedRecord};
@@ -163,7 +164,7 @@ pub trait EventSink: Send {
 
 /// A sink for invocations that do not stream: events are dropped, records never materialized.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct NullSink;
+pub(crate) struct NullSink;
 
 impl EventSink for NullSink {
     fn is_streaming(&self) -> bool {
@@ -176,20 +177,22 @@ impl EventSink for NullSink {
 }
 
 /// A sink that sends each event into a bounded channel; a full channel makes the run wait, a
-/// closed one stops it.
+/// closed one stops it. The federation tests' sink (the streaming transports write their own).
+#[cfg(test)]
 #[derive(Debug, Clone)]
-pub struct ChannelSink {
+pub(crate) struct ChannelSink {
     tx: mpsc::Sender<SourceEvent>,
 }
 
+#[cfg(test)]
 impl ChannelSink {
     /// A sink sending into `tx`.
-    #[cfg(test)]
     pub(crate) fn new(tx: mpsc::Sender<SourceEvent>) -> Self {
         Self { tx }
     }
 }
 
+#[cfg(test)]
 impl EventSink for ChannelSink {
     fn emit(&mut self, event: SourceEvent) -> BoxFuture<'_, Result<(), SinkClosed>> {
         Box::pin(async move { self.tx.send(event).await.map_err(|_| SinkClosed) })

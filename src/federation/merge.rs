@@ -26,7 +26,7 @@ mod sorted;
 pub use sorted::merge_records_sorted;
 
 /// Email as compared for identity: trimmed and lowercased; `None` when empty or not a string.
-pub fn normalize_email(value: &Value) -> Option<String> {
+pub(crate) fn normalize_email(value: &Value) -> Option<String> {
     let text = value.as_str()?.trim();
     if text.is_empty() {
         return None;
@@ -36,7 +36,7 @@ pub fn normalize_email(value: &Value) -> Option<String> {
 
 /// Phone as compared for identity: its digits, a leading `+` kept; `None` without digits or
 /// when not a string.
-pub fn normalize_phone(value: &Value) -> Option<String> {
+pub(crate) fn normalize_phone(value: &Value) -> Option<String> {
     let text = value.as_str()?.trim();
     let mut out = String::with_capacity(text.len());
     if text.starts_with('+') {

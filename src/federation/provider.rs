@@ -41,7 +41,7 @@ const CURSOR_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
 
 /// Why a provider read failed. `code()` is all that reaches events and results.
 #[derive(Debug, thiserror::Error)]
-pub enum ProviderError {
+pub(crate) enum ProviderError {
     /// The page URL or the credential header cannot form a request (configuration).
     #[error("provider request cannot be built")]
     BadRequest,
@@ -76,7 +76,7 @@ pub enum ProviderError {
 
 impl ProviderError {
     /// The contract's error code for this failure.
-    pub fn code(&self) -> SourceErrorCode {
+    pub(crate) fn code(&self) -> SourceErrorCode {
         match self {
             Self::Status(StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) => {
                 SourceErrorCode::ProviderAuthorizationRequired
@@ -101,11 +101,6 @@ impl ProviderError {
             Self::Busy(_) => Some(LimitReason::AnswerBudget),
             _ => None,
         }
-    }
-
-    /// Whether no connection could be made.
-    pub fn is_connect(&self) -> bool {
-        matches!(self, Self::Connect(_))
     }
 }
 
@@ -155,7 +150,7 @@ pub(crate) fn parse_page(body: &[u8]) -> Result<ProviderPage, ProviderError> {
 
 /// `{url}?{query}&cursor={cursor}&limit={limit}`: joined with `&` when `url` already has a
 /// query; `query` and `cursor` left out when empty or absent.
-pub fn page_url(url: &str, query: &str, cursor: Option<&str>, limit: usize) -> String {
+pub(crate) fn page_url(url: &str, query: &str, cursor: Option<&str>, limit: usize) -> String {
     let mut out = String::with_capacity(url.len() + query.len() + 48);
     out.push_str(url);
     let mut separator = match url.find('?') {
@@ -187,7 +182,7 @@ type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
 /// The shared provider client (clone-cheap, pooled).
 #[derive(Clone)]
-pub struct ProviderClient {
+pub(crate) struct ProviderClient {
     client: HttpClient,
     max_body_bytes: usize,
     /// Provider page bytes held at once count here (unlimited until `with_answer_budget`).
@@ -204,7 +199,7 @@ impl std::fmt::Debug for ProviderClient {
 
 impl ProviderClient {
     /// Builds the pooled client. Needs no runtime until the first request.
-    pub fn new(max_body_bytes: usize) -> Self {
+    pub(crate) fn new(max_body_bytes: usize) -> Self {
         let client = crate::invoke::client::pooled_client(
             PROVIDER_CONNECT_TIMEOUT,
             None,

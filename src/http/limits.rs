@@ -10,21 +10,21 @@ use super::body::{DEFAULT_BODY_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES};
 
 /// Default for the most connections served at once. At the limit the server stops accepting;
 /// new connections wait in the kernel's backlog until one closes.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// Default time in-flight requests get to finish after shutdown starts; after it, requests whose
 /// response has not started answer 503 and remaining connections are dropped.
-pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(30);
 /// Default time a client has to send a complete request head, counted from accept for the first
 /// request (a connection that sends nothing is closed after it) and from the first byte of each
 /// later HTTP/1 head; when it runs out, the connection is closed.
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time a connection with no request in progress stays open (HTTP/1 keep-alive, HTTP/2
 /// with no open stream, counted from the end of the last request or from accept); then it is
 /// closed (HTTP/2 with a GOAWAY). A streaming response, SSE included, is a request in progress.
-pub const DEFAULT_IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default for concurrent streams per HTTP/2 connection; the client is told the limit in
 /// SETTINGS and streams beyond it are refused (`REFUSED_STREAM`).
-pub const DEFAULT_H2_MAX_CONCURRENT_STREAMS: u32 = 256;
+pub(crate) const DEFAULT_H2_MAX_CONCURRENT_STREAMS: u32 = 256;
 
 /// Connection and request limits.
 #[derive(Debug, Clone)]

@@ -31,10 +31,7 @@ use super::tls::{ClientCertificate, Tls};
 // The accept loop's settings and signal live in their own files (`limits.rs`, `drain.rs`), so
 // that bodies, responses and connections can name them without importing the accept loop.
 pub use super::drain::Drain;
-pub use super::limits::{
-    Limits, DEFAULT_DRAIN_GRACE, DEFAULT_H2_MAX_CONCURRENT_STREAMS, DEFAULT_HEADER_READ_TIMEOUT,
-    DEFAULT_IDLE_CONNECTION_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-};
+pub use super::limits::Limits;
 
 /// Pause after an accept error that is not about one connection (e.g. too many open files), so
 /// the loop does not spin while the condition lasts.

@@ -24,7 +24,7 @@ use crate::config::CorrelationStrategy;
 pub const CORRELATION_ID_HEADER: HeaderName = HeaderName::from_static("x-correlation-id");
 
 /// The response header the surfaces echo an accepted external id in.
-pub const EXTERNAL_CORRELATION_ID_HEADER: HeaderName =
+pub(crate) const EXTERNAL_CORRELATION_ID_HEADER: HeaderName =
     HeaderName::from_static("x-external-correlation-id");
 
 /// Longest external correlation id accepted, in bytes; longer values are ignored (not
@@ -255,7 +255,7 @@ pub struct CorrelationPolicy {
 
 impl CorrelationPolicy {
     /// A catalog tool's policy, from the header name its snapshot parsed (no parse per call).
-    pub fn of_tool(tool: &CatalogTool) -> Self {
+    pub(crate) fn of_tool(tool: &CatalogTool) -> Self {
         Self {
             strategy: tool.correlation.strategy,
             header: tool.correlation_header.clone(),

@@ -135,7 +135,7 @@ impl From<Id<'_>> for OwnedId {
 /// Writers take `impl Into<IdRef>`, so `Id`, `&Id`, `&OwnedId`, `&[u8]` (JSON text),
 /// and `Option` of any of them (`None` → `null`) all work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdRef<'a> {
+pub(crate) enum IdRef<'a> {
     /// `"id": null` — the id could not be read.
     Null,
     /// A parsed id.
@@ -146,7 +146,7 @@ pub enum IdRef<'a> {
 
 impl IdRef<'_> {
     /// Appends the id's JSON text to `buf`.
-    pub fn write_json(&self, buf: &mut BytesMut) {
+    pub(crate) fn write_json(&self, buf: &mut BytesMut) {
         match self {
             IdRef::Null => buf.put_slice(b"null"),
             IdRef::Parsed(id) => id.write_json(buf),

@@ -20,13 +20,13 @@ use super::payload::{Payload, Slot};
 use super::ErrorCode;
 use check::{build_tape, members, repeated_name};
 
-pub use check::has_repeated_name;
+pub(crate) use check::has_repeated_name;
 
 /// Default maximum nesting depth of a body (arrays and objects, the message object counting as
 /// one). A deeper body is answered with -32700, before any handler sees it; this also bounds the
 /// recursion of everything that later walks the payload (writers, serde). `[server]
 /// max_json_depth` sets it (see [`Limits`]).
-pub const DEFAULT_MAX_DEPTH: usize = 128;
+pub(crate) const DEFAULT_MAX_DEPTH: usize = 128;
 
 /// Limits applied while parsing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +130,10 @@ pub fn parse(body: &mut [u8]) -> Result<Message<'_>, ParseError> {
 }
 
 /// Parses one message in place with the given limits.
-pub fn parse_with<'a>(body: &'a mut [u8], limits: &Limits) -> Result<Message<'a>, ParseError> {
+pub(crate) fn parse_with<'a>(
+    body: &'a mut [u8],
+    limits: &Limits,
+) -> Result<Message<'a>, ParseError> {
     // JSON-RPC 2.0 §5.1: "-32700 Parse error: Invalid JSON was received by the server."
     // RFC 8259 §2 allows only space, tab, LF and CR between tokens, and §7 says control
     // characters (U+0000 through U+001F) "MUST be escaped" inside strings: a NUL byte is never

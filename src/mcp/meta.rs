@@ -49,7 +49,7 @@ fn meta<'p, 'a>(params: Option<&'p Payload<'a>>) -> Option<Value<'p, 'a>> {
 
 /// The protocol version a request's `_meta` names, if any (the body-first era classification
 /// of `docs/eras.md`: a request carrying it is a stateless-era request).
-pub fn meta_protocol_version<'a>(params: Option<&Payload<'a>>) -> Option<&'a str> {
+pub(crate) fn meta_protocol_version<'a>(params: Option<&Payload<'a>>) -> Option<&'a str> {
     meta(params)?.get(META_PROTOCOL_VERSION)?.into_string()
 }
 
@@ -110,7 +110,7 @@ fn checked_meta<'p, 'a>(
 /// Whether `_meta["io.modelcontextprotocol/clientCapabilities"].experimental[name]` is an
 /// object. Works in both eras: 2025-era BOS clients put the request-local opt-in at the same
 /// key (`docs/eras.md`, "The BOS extension against the spec").
-pub fn experimental_opt_in(params: Option<&Payload<'_>>, name: &str) -> bool {
+pub(crate) fn experimental_opt_in(params: Option<&Payload<'_>>, name: &str) -> bool {
     meta(params)
         .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
         .is_some_and(|capabilities| is_opted_in(capabilities, name))
@@ -125,7 +125,7 @@ fn is_opted_in(capabilities: Value<'_, '_>, name: &str) -> bool {
 
 /// The value the `Mcp-Name` header must equal: `params.name` for `tools/call` and
 /// `prompts/get`, `params.uri` for `resources/read`; `None` for other methods or when absent.
-pub fn routing_name<'a>(method: &str, params: Option<&Payload<'a>>) -> Option<&'a str> {
+pub(crate) fn routing_name<'a>(method: &str, params: Option<&Payload<'a>>) -> Option<&'a str> {
     let key = match method {
         TOOLS_CALL | PROMPTS_GET => "name",
         RESOURCES_READ => "uri",

@@ -18,7 +18,7 @@ use crate::catalog::{ClientView, ToolsetView};
 use crate::jsonrpc::{echo, Payload};
 
 /// Every prompt resource URI starts with this.
-pub const PROMPT_RESOURCE_PREFIX: &str = "sluice://prompts/";
+pub(crate) const PROMPT_RESOURCE_PREFIX: &str = "sluice://prompts/";
 
 /// The media type of prompt texts.
 pub(crate) const PROMPT_MIME_TYPE: &str = "text/markdown";
@@ -31,7 +31,7 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~');
 
 /// The resource URI of a toolset's system prompt.
-pub fn prompt_resource_uri(toolset: &str) -> String {
+pub(crate) fn prompt_resource_uri(toolset: &str) -> String {
     format!(
         "{PROMPT_RESOURCE_PREFIX}{}",
         utf8_percent_encode(toolset, SEGMENT)

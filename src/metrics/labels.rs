@@ -167,7 +167,7 @@ impl From<&http::Method> for MethodLabel {
 
 /// The status codes counted under their own label value; every other code is counted as
 /// `status="other"` so a peer cannot grow the series set.
-pub const COUNTED_STATUSES: [u16; 19] = [
+pub(crate) const COUNTED_STATUSES: [u16; 19] = [
     200, 202, 204, 400, 401, 403, 404, 405, 406, 409, 413, 415, 421, 429, 500, 501, 502, 503, 504,
 ];
 

@@ -44,7 +44,7 @@ pub trait Inbox: Send + Sync + 'static {
 /// Contract: `publish` delivers to the one instance holding the session's live stream (at
 /// most once; best effort, nothing is queued for a session with no live stream);
 /// `broadcast_invalidation` reaches every instance, each of which notifies its own streams.
-pub trait Backplane: Send + Sync {
+pub(crate) trait Backplane: Send + Sync {
     /// Sends `message` to the session's live standalone stream owned by `owner`, wherever it is
     /// held. `Ok(true)` when a live stream took it (for a shared bus: when an instance claimed
     /// it).

@@ -13,10 +13,10 @@ use base64::Engine as _;
 use rand::RngCore as _;
 
 /// Bytes of randomness in a session id.
-pub const SESSION_ID_BYTES: usize = 16;
+pub(crate) const SESSION_ID_BYTES: usize = 16;
 
 /// Length of a session id's text form (unpadded base64url of 16 bytes).
-pub const SESSION_ID_LEN: usize = 22;
+pub(crate) const SESSION_ID_LEN: usize = 22;
 
 /// A session id: 128 bits from the thread's cryptographically secure generator.
 ///
@@ -107,11 +107,11 @@ impl Hash for SessionId {
 /// first 8 bytes are the hash. Safe against flooding because ids are only ever minted by the
 /// server (a lookup of a chosen id costs one probe; nobody can insert chosen ids).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct IdHashBuilder;
+pub(crate) struct IdHashBuilder;
 
 /// The hasher behind [`IdHashBuilder`]: keeps the last `u64` written.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {

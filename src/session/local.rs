@@ -24,7 +24,7 @@ use super::{
 use crate::shard::{shrink_if_sparse, Sharded};
 
 /// Number of independently locked maps sessions are spread over.
-pub const SESSION_SHARDS: usize = 32;
+pub(crate) const SESSION_SHARDS: usize = 32;
 
 type Shard = HashMap<SessionId, SessionRecord, IdHashBuilder>;
 
@@ -84,7 +84,7 @@ impl LocalStore {
             shard_id = id;
             let mut shard = self.shard(&id);
             if let std::collections::hash_map::Entry::Vacant(slot) = shard.entry(id) {
-                slot.insert(SessionRecord::new(id, new, now));
+                slot.insert(SessionRecord::new(new, now));
                 break;
             }
         }

@@ -7,7 +7,6 @@
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::SessionId;
 use crate::protocol::ProtocolVersion;
 
 /// Who a request comes from: the tenant and client application of its path and the
@@ -101,11 +100,9 @@ pub struct NewSession<'a> {
     pub capabilities: &'a [u8],
 }
 
-/// What a store keeps per session.
+/// What a store keeps per session (under its id: the id is the map's key, not a field).
 #[derive(Debug, Clone)]
-pub struct SessionRecord {
-    /// The session id.
-    pub id: SessionId,
+pub(crate) struct SessionRecord {
     /// Tenant, client application and caller that opened it.
     pub owner: OwnerKey,
     /// The negotiated protocol version.
@@ -124,9 +121,8 @@ pub struct SessionRecord {
 
 impl SessionRecord {
     /// A fresh record for `new`, created now.
-    pub fn new(id: SessionId, new: NewSession<'_>, now: Instant) -> Self {
+    pub(crate) fn new(new: NewSession<'_>, now: Instant) -> Self {
         Self {
-            id,
             owner: OwnerKey::new(new.owner),
             version: new.version,
             client_info: copy_exact(new.client_info),
@@ -138,7 +134,7 @@ impl SessionRecord {
     }
 
     /// What a validation hands back.
-    pub fn info(&self) -> SessionInfo {
+    pub(crate) fn info(&self) -> SessionInfo {
         SessionInfo {
             version: self.version,
             initialized: self.initialized,

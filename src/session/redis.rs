@@ -9,8 +9,8 @@
 //!   backplane's broadcast channel when a session is deleted on any instance.
 //! - `backplane.rs`: [`RedisBackplane`], the stream-holder registry and pub/sub routing to the
 //!   instance holding a stream; `subscriber.rs`, what its subscription does with each push.
-//! - `frame.rs`: the wire form of what the backplane publishes ([`encode_deliver`],
-//!   [`decode_deliver`], [`encode_invalidate`], [`decode_invalidate`]).
+//! - `frame.rs`: the wire form of what the backplane publishes (`encode_deliver`,
+//!   `decode_routed`, `encode_invalidate`, `decode_invalidate`).
 //! - `wire.rs`: what the store and the backplane share: escaping key components, bounding a
 //!   command by the timeout, reading replies, milliseconds, locks.
 //! - `tests.rs` (+ `tests/`): both against a real Redis.
@@ -33,34 +33,30 @@ pub(crate) mod tests;
 pub(crate) mod wire;
 
 pub use backplane::RedisBackplane;
-pub use cache::DEFAULT_SESSION_CACHE_CAPACITY;
-pub use frame::{
-    decode_deliver, decode_invalidate, encode_deliver, encode_invalidate, FrameError, Routed,
-};
 pub use store::RedisStore;
 
 /// Default bound on one Redis command (connect included); past it the operation fails with
 /// [`SessionError::Unavailable`](super::SessionError::Unavailable) and the request gets a 503
 /// instead of hanging.
-pub const DEFAULT_REDIS_COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
+pub(crate) const DEFAULT_REDIS_COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Default lifetime of a stream-holder registration that its holder stops refreshing (the
 /// holder died): after it, messages for that stream are no longer routed anywhere.
-pub const DEFAULT_HOLDER_TTL: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_HOLDER_TTL: Duration = Duration::from_secs(30);
 
 /// Default share of the idle timeout within which a validation does not write the session's
 /// refreshed expiry back to Redis (`[cluster] session_refresh_after_percent`): a session last
 /// refreshed less than 25% of `session_idle_secs` ago is only read. An idle session then expires
 /// between 75% and 100% of the idle timeout after its last request.
-pub const DEFAULT_SESSION_REFRESH_AFTER_PERCENT: u32 = 25;
+pub(crate) const DEFAULT_SESSION_REFRESH_AFTER_PERCENT: u32 = 25;
 
 /// Default longest time an instance answers for a session from its local cache without asking
 /// Redis (`[cluster] session_cache_ms`); the bound on how long a DELETE on another instance
 /// whose invalidation was lost can go unseen.
-pub const DEFAULT_SESSION_CACHE: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_SESSION_CACHE: Duration = Duration::from_secs(1);
 
 /// Default namespace of a deployment's keys and channels.
-pub const DEFAULT_REDIS_PREFIX: &str = "default";
+pub(crate) const DEFAULT_REDIS_PREFIX: &str = "default";
 
 /// Reconnection attempts a command waits for before failing (see [`RedisConfig::manager`]).
 const COMMAND_RECONNECT_RETRIES: usize = 1;

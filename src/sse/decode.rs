@@ -85,7 +85,7 @@ impl EventRef<'_> {
     }
 
     /// A copy that owns its bytes.
-    pub fn to_event(&self) -> Event {
+    pub(crate) fn to_event(self) -> Event {
         Event {
             event: Bytes::copy_from_slice(self.event),
             data: Bytes::copy_from_slice(self.data),

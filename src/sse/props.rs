@@ -88,7 +88,7 @@ pub fn decode_buffered(chunks: &[&[u8]], max_frame: usize) -> Outcome {
 
 /// Decodes the chunks through the borrowed API, [`Decoder::decode_with`] on one growing
 /// `BytesMut`, copying each [`EventRef`](super::decode::EventRef) out.
-pub fn decode_borrowed(chunks: &[&[u8]], max_frame: usize) -> Outcome {
+pub(crate) fn decode_borrowed(chunks: &[&[u8]], max_frame: usize) -> Outcome {
     let mut decoder = Decoder::with_max_frame(max_frame);
     let mut buf = BytesMut::new();
     let mut events = Vec::new();
@@ -103,7 +103,7 @@ pub fn decode_borrowed(chunks: &[&[u8]], max_frame: usize) -> Outcome {
 
 /// Decodes the chunks through [`Decoder::decode_slice`], keeping what it did not consume in a
 /// `Vec` of its own.
-pub fn decode_borrowed_slices(chunks: &[&[u8]], max_frame: usize) -> Outcome {
+pub(crate) fn decode_borrowed_slices(chunks: &[&[u8]], max_frame: usize) -> Outcome {
     let mut decoder = Decoder::with_max_frame(max_frame);
     let mut pending: Vec<u8> = Vec::new();
     let mut events = Vec::new();

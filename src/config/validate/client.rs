@@ -11,10 +11,10 @@ use super::{is_http_url, Loc, Report};
 use crate::config::{ServerSettings, Tenant};
 
 /// Length of an API key id (`rtk_{id}_{secret}`).
-pub const API_KEY_ID_LEN: usize = 12;
+pub(crate) const API_KEY_ID_LEN: usize = 12;
 
 /// Whether `id` is an API key id: [`API_KEY_ID_LEN`] characters of lowercase RFC 4648 base32.
-pub fn is_valid_key_id(id: &str) -> bool {
+pub(crate) fn is_valid_key_id(id: &str) -> bool {
     id.len() == API_KEY_ID_LEN && id.bytes().all(|b| matches!(b, b'a'..=b'z' | b'2'..=b'7'))
 }
 
@@ -70,7 +70,7 @@ pub(super) fn check_clients<'a>(
 
 /// Signature algorithms a JWT may be verified with. `none` and the HMAC family are absent on
 /// purpose: a JWKS holds public keys, and an HMAC "verified" with a public key is forgeable.
-pub const JWT_ALGORITHMS: [&str; 9] = [
+pub(crate) const JWT_ALGORITHMS: [&str; 9] = [
     "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
 ];
 

@@ -11,7 +11,7 @@ use crate::config::{FieldPath, FieldRule, FieldType, Segment, DISCOVERY_PLACEHOL
 
 /// Most segments a field path may have. Deeper paths are refused (they would only make schemas
 /// and translation recurse deeper).
-pub const MAX_PATH_SEGMENTS: usize = 32;
+pub(crate) const MAX_PATH_SEGMENTS: usize = 32;
 
 /// Checks one direction's rules of a tool (`kind` is `field` for inputs, `output field` for
 /// outputs), then the structural conflicts among their exposed paths.

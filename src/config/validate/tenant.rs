@@ -11,10 +11,10 @@ use super::{a2a_agent, client, tool, Loc, Report, TenantPlans, ToolCompiler};
 use crate::config::{Config, Tenant};
 
 /// Longest tenant, client or toolset id (path-segment rule `[A-Za-z0-9._-]{1,64}`).
-pub const MAX_ID_LEN: usize = 64;
+pub(crate) const MAX_ID_LEN: usize = 64;
 
 /// Whether `id` is a valid tenant/client/toolset id: `[A-Za-z0-9._-]{1,64}`.
-pub fn is_valid_id(id: &str) -> bool {
+pub(crate) fn is_valid_id(id: &str) -> bool {
     (1..=MAX_ID_LEN).contains(&id.len())
         && id
             .bytes()

@@ -1,5 +1,7 @@
 //! Unit tests of `validate.rs` and its levels, over a compiler that finds no conflicts and
 //! compiles every tool (the catalog's own compiler is tested with it in `catalog/compile.rs`).
+use super::tenant::is_valid_id;
+use super::tool::is_valid_tool_name;
 use super::*;
 
 /// A compiler with nothing to say: these tests check the file's meaning alone.

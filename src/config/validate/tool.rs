@@ -13,10 +13,10 @@ use super::{field, is_http_url, Loc, Report, TenantPlans, ToolCompiler};
 use crate::config::{Downstream, FederatedDownstream, Tenant, Tool, DISCOVER_TOOL_NAME};
 
 /// Longest tool name (MCP rule `[A-Za-z0-9_.-]{1,128}`).
-pub const MAX_TOOL_NAME_LEN: usize = 128;
+pub(crate) const MAX_TOOL_NAME_LEN: usize = 128;
 
 /// Whether `name` is a valid tool name: `[A-Za-z0-9_.-]{1,128}`.
-pub fn is_valid_tool_name(name: &str) -> bool {
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
         && name
             .bytes()

@@ -57,7 +57,7 @@ pub(super) fn members<'t, 'a>(
 /// Whether any object of a JSON document repeats a member name: the rule [`super::parse`] applies to
 /// messages, for other JSON bodies (the REST surface's arguments) so every surface reads the
 /// same input the same way.
-pub fn has_repeated_name(tape: &Tape<'_>) -> bool {
+pub(crate) fn has_repeated_name(tape: &Tape<'_>) -> bool {
     repeated_name(&tape.0).is_some()
 }
 

@@ -268,7 +268,7 @@ impl RedisBackplane {
     /// broadcast channel empty its entries, and the cache is used only while both channels are
     /// subscribed (`cache.rs`). Call once, with the store of the same deployment (same URL and
     /// prefix); a second call is ignored.
-    pub fn serve_cache(&self, store: &RedisStore) {
+    pub(crate) fn serve_cache(&self, store: &RedisStore) {
         let _ = self.receiver.cache.set(store.cache().clone());
         if self.receiver.is_subscribed() {
             store.cache().listen();

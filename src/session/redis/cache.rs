@@ -38,7 +38,7 @@ use crate::session::{IdHashBuilder, Owner, OwnerKey, SessionId, SessionInfo};
 pub(super) const CACHE_SHARDS: usize = 32;
 
 /// Most sessions the cache holds per process; past it a validation still goes to Redis.
-pub const DEFAULT_SESSION_CACHE_CAPACITY: usize = 65_536;
+pub(crate) const DEFAULT_SESSION_CACHE_CAPACITY: usize = 65_536;
 
 /// One cached validation.
 struct Entry {

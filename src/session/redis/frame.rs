@@ -38,7 +38,7 @@ const DELIVER_HEADER: usize = 1 + SESSION_ID_BYTES + 3 * 2;
 
 /// A routed message, decoded from what arrived on this instance's channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Routed<'a> {
+pub(crate) struct Routed<'a> {
     /// The session whose stream should get it.
     pub session: SessionId,
     /// Who the stream must belong to.
@@ -49,7 +49,7 @@ pub struct Routed<'a> {
 
 /// Why a pub/sub payload was not a message of ours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum FrameError {
+pub(crate) enum FrameError {
     /// Shorter than its header or its stated lengths.
     #[error("truncated backplane frame")]
     Truncated,
@@ -65,7 +65,7 @@ pub enum FrameError {
 }
 
 /// Encodes a message for `session`'s stream owned by `owner`.
-pub fn encode_deliver(
+pub(crate) fn encode_deliver(
     owner: Owner<'_>,
     session: &SessionId,
     message: &[u8],
@@ -101,8 +101,10 @@ pub(super) fn encode_routed(
     Ok(frame.freeze())
 }
 
-/// Decodes a deliver frame (anything else is an error, never a panic).
-pub fn decode_deliver(frame: &[u8]) -> Result<Routed<'_>, FrameError> {
+/// Decodes a deliver frame (anything else is an error, never a panic). The subscriber reads
+/// both routed kinds with [`decode_routed`]; this is the tests' view of one.
+#[cfg(test)]
+pub(crate) fn decode_deliver(frame: &[u8]) -> Result<Routed<'_>, FrameError> {
     match decode_routed(frame)? {
         (KIND_DELIVER, routed) => Ok(routed),
         (kind, _) => Err(FrameError::UnknownKind(kind)),
@@ -178,7 +180,7 @@ pub(super) fn decode_session_gone(frame: &[u8]) -> Result<SessionId, FrameError>
 }
 
 /// Encodes a catalog invalidation for `tenant`.
-pub fn encode_invalidate(tenant: &str) -> Bytes {
+pub(crate) fn encode_invalidate(tenant: &str) -> Bytes {
     let mut frame = BytesMut::with_capacity(1 + tenant.len());
     frame.put_u8(KIND_INVALIDATE);
     frame.put_slice(tenant.as_bytes());
@@ -186,7 +188,7 @@ pub fn encode_invalidate(tenant: &str) -> Bytes {
 }
 
 /// Decodes a catalog invalidation: the tenant.
-pub fn decode_invalidate(frame: &[u8]) -> Result<&str, FrameError> {
+pub(crate) fn decode_invalidate(frame: &[u8]) -> Result<&str, FrameError> {
     match frame.split_first() {
         Some((&KIND_INVALIDATE, tenant)) => {
             std::str::from_utf8(tenant).map_err(|_| FrameError::NotUtf8)

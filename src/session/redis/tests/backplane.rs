@@ -2,6 +2,7 @@
 //! holder, the holder registry, a subscription that comes back, patient publishes.
 
 use super::*;
+use crate::session::redis::frame::encode_deliver;
 
 #[tokio::test]
 async fn a_message_published_on_one_instance_reaches_the_holder() {
