@@ -35,7 +35,7 @@
 //! - [`admin`]: `POST /admin/reload`.
 //! - [`demo`]: the bundled demo APIs and configuration behind `sluice demo`.
 //! - [`bench`](mod@bench): `sluice bench`, the MCP load generator and idle-session hold (a
-//!   client only).
+//!   client only; the `load-generator` feature, on by default).
 //! - [`server`]: the composition root that wires routes to surfaces and runs the listener.
 //!
 //! `main.rs` only parses flags, builds the configuration, binds a listener and calls [`serve`].
@@ -47,6 +47,7 @@ pub(crate) mod access;
 pub(crate) mod admin;
 pub mod audit;
 pub mod auth;
+#[cfg(feature = "load-generator")]
 pub mod bench;
 pub(crate) mod bos;
 pub mod catalog;

@@ -61,6 +61,7 @@ enum Command {
         listen: SocketAddr,
     },
     /// Load-test an MCP server over Streamable HTTP (any server: sluice, rmcp, the SDKs).
+    #[cfg(feature = "load-generator")]
     Bench(Box<BenchArgs>),
     /// API keys.
     Key {
@@ -132,6 +133,7 @@ enum KeyCommand {
 }
 
 /// `sluice bench` flags (see `sluice::bench::settings` for their meaning and defaults).
+#[cfg(feature = "load-generator")]
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 struct BenchArgs {
@@ -194,6 +196,7 @@ struct BenchArgs {
     timeout: Option<String>,
 }
 
+#[cfg(feature = "load-generator")]
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
     /// Open N idle sessions (and GET streams), print `ready sessions=N streams=S`, hold them,
@@ -261,6 +264,7 @@ fn main() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { config, listen } => runtime.block_on(serve(&config, listen))?,
         Command::Demo { listen } => runtime.block_on(demo(listen))?,
+        #[cfg(feature = "load-generator")]
         Command::Bench(args) => return runtime.block_on(bench(args)),
         Command::Check { .. } | Command::Key { .. } | Command::Import { .. } => {}
     }
@@ -365,6 +369,7 @@ async fn demo(listen: SocketAddr) -> anyhow::Result<()> {
 }
 
 /// `sluice bench` and `sluice bench idle`.
+#[cfg(feature = "load-generator")]
 async fn bench(args: Box<BenchArgs>) -> anyhow::Result<ExitCode> {
     use sluice::bench;
     if let Some(BenchCommand::Idle {

@@ -84,7 +84,8 @@ impl EventRef<'_> {
         }
     }
 
-    /// A copy that owns its bytes.
+    /// A copy that owns its bytes (for the reference oracles in `props.rs`).
+    #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn to_event(self) -> Event {
         Event {
             event: Bytes::copy_from_slice(self.event),

@@ -4,6 +4,7 @@ mod a2a;
 mod a2a_ask;
 mod a2a_remote;
 mod auth;
+#[cfg(feature = "load-generator")]
 mod bench;
 mod bos;
 mod catalog;
