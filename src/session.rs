@@ -144,8 +144,8 @@ impl Sessions {
     /// See [`SessionStore::create`].
     pub async fn create(&self, new: NewSession<'_>) -> Result<SessionId, SessionError> {
         match self {
-            Self::Local(store) => store.create(new),
-            Self::Redis(store) => store.create(new).await,
+            Self::Local(store) => SessionStore::create(&**store, new).await,
+            Self::Redis(store) => SessionStore::create(&**store, new).await,
         }
     }
 
@@ -156,8 +156,8 @@ impl Sessions {
         owner: Owner<'_>,
     ) -> Result<SessionInfo, SessionError> {
         match self {
-            Self::Local(store) => store.validate(id, owner),
-            Self::Redis(store) => store.validate(id, owner).await,
+            Self::Local(store) => SessionStore::validate(&**store, id, owner).await,
+            Self::Redis(store) => SessionStore::validate(&**store, id, owner).await,
         }
     }
 
@@ -168,8 +168,8 @@ impl Sessions {
         owner: Owner<'_>,
     ) -> Result<(), SessionError> {
         match self {
-            Self::Local(store) => store.mark_initialized(id, owner),
-            Self::Redis(store) => store.mark_initialized(id, owner).await,
+            Self::Local(store) => SessionStore::mark_initialized(&**store, id, owner).await,
+            Self::Redis(store) => SessionStore::mark_initialized(&**store, id, owner).await,
         }
     }
 
@@ -181,24 +181,24 @@ impl Sessions {
         handshake: Handshake<'_>,
     ) -> Result<(), SessionError> {
         match self {
-            Self::Local(store) => store.set_handshake(id, owner, handshake),
-            Self::Redis(store) => store.set_handshake(id, owner, handshake).await,
+            Self::Local(store) => SessionStore::set_handshake(&**store, id, owner, handshake).await,
+            Self::Redis(store) => SessionStore::set_handshake(&**store, id, owner, handshake).await,
         }
     }
 
     /// See [`SessionStore::delete`].
     pub async fn delete(&self, id: &SessionId, owner: Owner<'_>) -> Result<(), SessionError> {
         match self {
-            Self::Local(store) => store.delete(id, owner),
-            Self::Redis(store) => store.delete(id, owner).await,
+            Self::Local(store) => SessionStore::delete(&**store, id, owner).await,
+            Self::Redis(store) => SessionStore::delete(&**store, id, owner).await,
         }
     }
 
     /// See [`SessionStore::count`].
     pub async fn count(&self, tenant: &str) -> Result<usize, SessionError> {
         match self {
-            Self::Local(store) => Ok(store.count(tenant)),
-            Self::Redis(store) => store.count(tenant).await,
+            Self::Local(store) => SessionStore::count(&**store, tenant).await,
+            Self::Redis(store) => SessionStore::count(&**store, tenant).await,
         }
     }
 
@@ -223,8 +223,8 @@ impl Sessions {
     /// See [`SessionStore::expire`].
     pub async fn expire(&self) -> Result<Vec<SessionId>, SessionError> {
         match self {
-            Self::Local(store) => Ok(store.expire()),
-            Self::Redis(store) => store.expire().await,
+            Self::Local(store) => SessionStore::expire(&**store).await,
+            Self::Redis(store) => SessionStore::expire(&**store).await,
         }
     }
 }

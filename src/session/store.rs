@@ -2,8 +2,8 @@
 //! (process-local maps, or Redis shared by several instances).
 //!
 //! Owns the contract only; implementations live in `local.rs` and `redis/store.rs`. Callers
-//! go through the [`Sessions`](super::Sessions) front, whose inherent async methods dispatch by
-//! `match` (no boxed futures on the hot path).
+//! go through the [`Sessions`](super::Sessions) front, which dispatches by `match` to each
+//! store's implementation of this trait (static calls: no boxed futures on the hot path).
 
 use std::future::Future;
 
@@ -25,7 +25,6 @@ use super::{Handshake, NewSession, Owner, SessionError, SessionId, SessionInfo};
 ///   and caller) with [`SessionError::CallerCapReached`], and either leaves nothing behind.
 /// - **Removal releases everything.** A deleted or expired session leaves no per-session memory
 ///   in the store.
-#[allow(dead_code)] // the contract `local.rs` and `redis/store.rs` implement; not yet a bound
 pub(crate) trait SessionStore: Send + Sync {
     /// Mints a new session for `new.owner`, counting it against the tenant's cap.
     fn create(
