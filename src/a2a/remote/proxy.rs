@@ -215,6 +215,28 @@ impl Concentrator {
     }
 }
 
+/// Writes what `seen` shows (the ids, and the state once known) into the call's audit record,
+/// keeping what an earlier event showed where this one is silent.
+pub(crate) fn note_seen(audit: &mut RemoteCall, seen: &Seen) {
+    if seen.task_id.is_some() {
+        audit.task_id.clone_from(&seen.task_id);
+    }
+    if seen.context_id.is_some() {
+        audit.context_id.clone_from(&seen.context_id);
+    }
+    if seen.state != TaskState::Unspecified {
+        audit.state = Some(seen.state.as_v1());
+    }
+}
+
+/// Records `seen` in the agent's ownership ledger; a failure is logged, not returned (the
+/// caller's answer does not wait on the ledger).
+pub(crate) async fn record_seen(agent: &Agent, key: &AgentKey, caller: &str, seen: &Seen) {
+    if let Err(err) = agent.remote.ledger.record(key, caller, seen).await {
+        tracing::warn!(%err, agent = %key.agent, "remote task not recorded in the ledger");
+    }
+}
+
 /// Where a call goes: the surface, the registered agent, its upstream client and card
 /// ([`RemoteAgent::ready`]).
 pub(crate) struct Reach<'a> {
@@ -457,27 +479,8 @@ impl<'a> ProxyCall<'a> {
     /// Records what `peek` shows in the ledger (and the audit record).
     pub(crate) async fn record(&self, peek: &Peek<'_>) {
         let seen = seen_of(peek);
-        {
-            let mut audit = self.seen.lock();
-            if seen.task_id.is_some() {
-                audit.task_id.clone_from(&seen.task_id);
-            }
-            if seen.context_id.is_some() {
-                audit.context_id.clone_from(&seen.context_id);
-            }
-            if seen.state != TaskState::Unspecified {
-                audit.state = Some(seen.state.as_v1());
-            }
-        }
-        if let Err(err) = self
-            .agent
-            .remote
-            .ledger
-            .record(&self.key, &self.caller, &seen)
-            .await
-        {
-            tracing::warn!(%err, agent = %self.key.agent, "remote task not recorded in the ledger");
-        }
+        note_seen(&mut self.seen.lock(), &seen);
+        record_seen(self.agent, &self.key, &self.caller, &seen).await;
     }
 
     /// Sends one request upstream and reads its whole answer.

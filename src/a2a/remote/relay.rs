@@ -309,27 +309,8 @@ impl Relay {
     }
 
     async fn remember(&mut self, seen: Seen) {
-        {
-            let remote = &mut self.close.remote;
-            if seen.task_id.is_some() {
-                remote.task_id.clone_from(&seen.task_id);
-            }
-            if seen.context_id.is_some() {
-                remote.context_id.clone_from(&seen.context_id);
-            }
-            if seen.state != TaskState::Unspecified {
-                remote.state = Some(seen.state.as_v1());
-            }
-        }
-        if let Err(err) = self
-            .agent
-            .remote
-            .ledger
-            .record(&self.key, &self.caller, &seen)
-            .await
-        {
-            tracing::warn!(%err, agent = %self.key.agent, "remote task not recorded in the ledger");
-        }
+        proxy::note_seen(&mut self.close.remote, &seen);
+        proxy::record_seen(&self.agent, &self.key, &self.caller, &seen).await;
         if let (Some(task_id), Some(_)) = (&seen.task_id, &self.push) {
             if let Some(push) = self.push.take() {
                 super::push::register_for(&self.agent, &self.key, &self.caller, task_id, push)
