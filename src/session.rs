@@ -211,8 +211,9 @@ impl Sessions {
     }
 
     /// Reports to `sink` the lifetime of every session that ends: by DELETE or expiry in the
-    /// process-local store; by DELETE through this instance with Redis (which expires idle
-    /// sessions by key TTL, telling no one).
+    /// process-local store; with Redis, by DELETE through this instance or by expiry claimed by
+    /// this instance's sweep (the ledger in `session/redis/store.rs`: each session once across
+    /// the deployment).
     pub(crate) fn observe_lifetimes(&self, sink: LifetimeSink) {
         match self {
             Self::Local(store) => store.observe_lifetimes(sink),

@@ -1,8 +1,9 @@
 //! The MCP semantic-convention histograms in Prometheus form: `mcp.server.operation.duration`
 //! (`mcp_server_operation_duration_seconds{mcp_method_name}`, every request the dispatcher
 //! answers) and `mcp.server.session.duration` (`mcp_server_session_duration_seconds`, every
-//! handshake-era session that ends by DELETE or expiry — with Redis, by DELETE through this
-//! instance), with the conventions' bucket bounds.
+//! handshake-era session that ends by DELETE or expiry — with Redis, those this instance
+//! deleted or claimed from the session ledger, so instances sum to the deployment), with the
+//! conventions' bucket bounds.
 //!
 //! Owns the storage and the hot-path observation (relaxed atomics on a fixed array: no lock,
 //! no allocation). The method label set is fixed (the methods the dispatcher knows, then

@@ -18,6 +18,13 @@
 //!   the tenant's set moves it in the caller's too; its name extends the tenant set's, so both
 //!   are built in one buffer.
 //! - `sluice:{p}:tenants`: the set of tenants that may hold sessions (for [`RedisStore::counts`]).
+//! - `sluice:{p}:ledger` and `sluice:{p}:ledger:created`: every session's expiry (a sorted set)
+//!   and creation time (a hash), kept past the record's key TTL so that a session Redis expires
+//!   by itself is still measured (`mcp.server.session.duration`): whichever instance's sweep
+//!   claims the entry first ([`RedisStore::expire`]) reports its lifetime, so every session is
+//!   counted once across the deployment. A DELETE removes the entry and reports the lifetime
+//!   itself. Both keys expire [`LEDGER_GRACE_MS`] after the last expiry they hold, so an
+//!   abandoned namespace cleans itself.
 //!
 //! Every read and write of a session is at most one round trip: a script that checks the owner,
 //! applies the change, moves the expiry (key TTL and score) and returns what the caller needs.
@@ -62,6 +69,14 @@ const SEEN_SHARDS: usize = 32;
 /// At most this many sessions are checked per round trip by [`RedisStore::expire`].
 const EXPIRE_BATCH: usize = 512;
 
+/// At most this many ended sessions are claimed per round trip from the ledger, and at most
+/// [`LEDGER_BATCHES`] round trips per sweep (the rest waits for the next sweep).
+const LEDGER_BATCH: usize = 512;
+const LEDGER_BATCHES: usize = 8;
+
+/// How long the ledger outlives the last expiry it holds when no instance sweeps it.
+const LEDGER_GRACE_MS: u64 = 3_600_000;
+
 /// Attempts at minting an id that is not taken (128 random bits: the second never runs).
 const CREATE_ATTEMPTS: usize = 3;
 
@@ -73,8 +88,9 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 ";
 
-/// Create. KEYS: session, tenant set, tenants, caller set. ARGV: tenant cap, idle ms, init ms,
-/// tenant, client, caller, version, client info, capabilities, id, caller cap.
+/// Create. KEYS: session, tenant set, tenants, caller set, ledger, ledger creation times. ARGV:
+/// tenant cap, idle ms, init ms, tenant, client, caller, version, client info, capabilities, id,
+/// caller cap, ledger grace ms.
 /// Returns 0 (created), 1 (tenant cap reached), 2 (id taken), 3 (caller cap reached).
 const CREATE: &str = r"
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -92,12 +108,22 @@ if redis.call('PTTL', KEYS[2]) < expires - now then redis.call('PEXPIREAT', KEYS
 redis.call('ZADD', KEYS[4], expires, ARGV[10])
 if redis.call('PTTL', KEYS[4]) < expires - now then redis.call('PEXPIREAT', KEYS[4], expires) end
 redis.call('SADD', KEYS[3], ARGV[4])
+redis.call('ZADD', KEYS[5], expires, ARGV[10])
+redis.call('HSET', KEYS[6], ARGV[10], now)
+local kept = expires + tonumber(ARGV[12])
+if redis.call('PTTL', KEYS[5]) < kept - now then
+  redis.call('PEXPIREAT', KEYS[5], kept)
+  redis.call('PEXPIREAT', KEYS[6], kept)
+end
 return 0
 ";
 
-/// Validate, mark initialized, or set the handshake. KEYS: session, tenant set, caller set.
-/// ARGV: tenant, client, caller, idle ms, init ms, id, operation (`v`, `i`, `h`), refresh-after
-/// ms, broadcast channel, session-gone notice, then for `h` version, client info, capabilities.
+/// Validate, mark initialized, or set the handshake. KEYS: session, tenant set, caller set,
+/// ledger, ledger creation times. ARGV: tenant, client, caller, idle ms, init ms, id, operation
+/// (`v`, `i`, `h`), refresh-after ms, broadcast channel, session-gone notice, ledger grace ms,
+/// then for `h` version, client info, capabilities.
+/// A refresh moves the session's ledger score with its expiry (only if it is in the ledger:
+/// `XX`); a session found expired stays in the ledger, for the sweep to measure.
 /// A `v` whose session was refreshed less than refresh-after ms ago writes nothing (the expiry
 /// stays); `h` and a session found expired publish the session-gone notice, so every instance's
 /// cache drops it.
@@ -128,7 +154,7 @@ if ARGV[7] == 'i' then
   initialized = true
   redis.call('HSET', KEYS[1], 'initialized', '1')
 elseif ARGV[7] == 'h' then
-  redis.call('HSET', KEYS[1], 'version', ARGV[11], 'client_info', ARGV[12], 'capabilities', ARGV[13])
+  redis.call('HSET', KEYS[1], 'version', ARGV[12], 'client_info', ARGV[13], 'capabilities', ARGV[14])
   redis.call('PUBLISH', ARGV[9], ARGV[10])
 end
 local expires = now + tonumber(ARGV[4])
@@ -139,15 +165,23 @@ redis.call('ZADD', KEYS[2], expires, ARGV[6])
 if redis.call('PTTL', KEYS[2]) < expires - now then redis.call('PEXPIREAT', KEYS[2], expires) end
 redis.call('ZADD', KEYS[3], expires, ARGV[6])
 if redis.call('PTTL', KEYS[3]) < expires - now then redis.call('PEXPIREAT', KEYS[3], expires) end
+if redis.call('ZADD', KEYS[4], 'XX', 'CH', expires, ARGV[6]) == 1 then
+  local kept = expires + tonumber(ARGV[11])
+  if redis.call('PTTL', KEYS[4]) < kept - now then
+    redis.call('PEXPIREAT', KEYS[4], kept)
+    redis.call('PEXPIREAT', KEYS[5], kept)
+  end
+end
 if ARGV[7] ~= 'v' then return {0, expires - now} end
 local data = redis.call('HMGET', KEYS[1], 'version', 'client_info', 'capabilities')
 return {0, expires - now, initialized and 1 or 0, data[1], data[2], data[3], refresh_after}
 ";
 
-/// Delete. KEYS: session, tenant set, caller set. ARGV: tenant, client, caller, id, broadcast
-/// channel, session-gone notice (published in the same step, so every instance's cache drops
-/// the session).
-/// Returns {0, lifetime ms} (deleted), {1} (not found or already expired), {2} (foreign).
+/// Delete. KEYS: session, tenant set, caller set, ledger, ledger creation times. ARGV: tenant,
+/// client, caller, id, broadcast channel, session-gone notice (published in the same step, so
+/// every instance's cache drops the session).
+/// Returns {0, lifetime ms} (deleted: out of the ledger, the caller reports the lifetime), {1}
+/// (not found, or already expired: left in the ledger for the sweep), {2} (foreign).
 const DELETE: &str = r"
 local record = redis.call('HMGET', KEYS[1], 'tenant', 'client', 'caller', 'expires', 'created')
 if not record[1] then return {1} end
@@ -157,6 +191,8 @@ redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[4])
 redis.call('PUBLISH', ARGV[5], ARGV[6])
 if now >= tonumber(record[4]) then return {1} end
+redis.call('ZREM', KEYS[4], ARGV[4])
+redis.call('HDEL', KEYS[5], ARGV[4])
 return {0, now - (tonumber(record[5]) or now)}
 ";
 
@@ -172,12 +208,44 @@ end
 return counts
 ";
 
+/// The ledger's ids whose expiry has passed, by the Redis clock. KEYS: ledger. ARGV: limit.
+const DUE: &str = r"
+return redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]))
+";
+
+/// Claim ended sessions from the ledger. KEYS: ledger, ledger creation times, then one session
+/// record per ARGV id. Each id whose record is gone and whose ledger score has passed leaves
+/// the ledger here, atomically, so only one instance ever claims it; an id whose record lives
+/// on (refreshed by an instance that did not move its score) gets the record's expiry back.
+/// Returns the claimed sessions' lifetimes (expiry minus creation) in milliseconds.
+const CLAIM: &str = r"
+local lived = {}
+for index = 3, #KEYS do
+  local id = ARGV[index - 2]
+  local expires = redis.call('ZSCORE', KEYS[1], id)
+  if expires and tonumber(expires) <= now then
+    if redis.call('EXISTS', KEYS[index]) == 1 then
+      local current = tonumber(redis.call('HGET', KEYS[index], 'expires'))
+      if current and current > now then redis.call('ZADD', KEYS[1], current, id) end
+    else
+      local created = tonumber(redis.call('HGET', KEYS[2], id))
+      redis.call('ZREM', KEYS[1], id)
+      redis.call('HDEL', KEYS[2], id)
+      if created then lived[#lived + 1] = math.max(0, tonumber(expires) - created) end
+    end
+  end
+end
+return lived
+";
+
 /// The scripts, hashed once (`EVALSHA`, loaded on first `NOSCRIPT`).
 struct Scripts {
     create: Script,
     touch: Script,
     delete: Script,
     counts: Script,
+    due: Script,
+    claim: Script,
 }
 
 impl Scripts {
@@ -188,6 +256,8 @@ impl Scripts {
             touch: with_now(TOUCH),
             delete: with_now(DELETE),
             counts: with_now(COUNTS),
+            due: with_now(DUE),
+            claim: with_now(CLAIM),
         }
     }
 }
@@ -211,6 +281,9 @@ pub struct RedisStore {
     namespace: String,
     /// Key of the tenants set.
     tenants_key: String,
+    /// Keys of the ledger (ended-session expiries) and of its creation times.
+    ledger_key: String,
+    created_key: String,
     /// The backplane's broadcast channel (`sluice:{p}:broadcast`), where the scripts publish
     /// session-gone notices.
     broadcast_channel: String,
@@ -224,8 +297,8 @@ pub struct RedisStore {
     /// Sessions this instance served, with when it last heard they expire; what
     /// [`RedisStore::expire`] checks. Spread by [`SessionId::shard64`].
     seen: Sharded<SessionId, Instant, IdHashBuilder>,
-    /// Told the lifetime of every session deleted through this instance (metrics). Sessions
-    /// Redis expires by key TTL end unobserved: nothing reports them.
+    /// Told the lifetime of every session deleted through this instance, and of every expired
+    /// session this instance's sweep claims from the ledger (metrics).
     lifetimes: std::sync::OnceLock<crate::session::LifetimeSink>,
 }
 
@@ -250,6 +323,8 @@ impl RedisStore {
             connection,
             scripts: Scripts::new(),
             tenants_key: format!("{namespace}tenants"),
+            ledger_key: format!("{namespace}ledger"),
+            created_key: format!("{namespace}ledger:created"),
             broadcast_channel: format!("{namespace}broadcast"),
             refresh_after_ms: millis(config.idle)
                 .saturating_mul(u64::from(redis.refresh_after_percent.min(100)))
@@ -302,7 +377,8 @@ impl RedisStore {
         &self.cache
     }
 
-    /// Tells `sink` the lifetime of every session deleted through this instance (set once).
+    /// Tells `sink` the lifetime of every session deleted through this instance or claimed by
+    /// its sweep from the ledger (set once).
     pub(crate) fn observe_lifetimes(&self, sink: crate::session::LifetimeSink) {
         let _ = self.lifetimes.set(sink);
     }
@@ -324,6 +400,8 @@ impl RedisStore {
                 .key(keys.tenant())
                 .key(&self.tenants_key)
                 .key(keys.caller())
+                .key(&self.ledger_key)
+                .key(&self.created_key)
                 .arg(self.config.max_per_tenant)
                 .arg(millis(self.config.idle))
                 .arg(millis(self.config.init_timeout))
@@ -334,7 +412,8 @@ impl RedisStore {
                 .arg(new.client_info)
                 .arg(new.capabilities)
                 .arg(encoded.as_str())
-                .arg(self.config.max_per_caller);
+                .arg(self.config.max_per_caller)
+                .arg(LEDGER_GRACE_MS);
             let mut connection = self.connection.clone();
             let outcome: i64 = bounded(
                 self.command_timeout,
@@ -447,6 +526,8 @@ impl RedisStore {
         invocation
             .key(keys.tenant())
             .key(keys.caller())
+            .key(&self.ledger_key)
+            .key(&self.created_key)
             .arg(owner.tenant)
             .arg(owner.client)
             .arg(owner.caller)
@@ -540,7 +621,55 @@ impl RedisStore {
                 }
             }
         }
+        // The ledger is a deployment-wide concern: its failure does not hide the streams to close.
+        if let Err(err) = self.claim_ended().await {
+            tracing::warn!(%err, "ended sessions not claimed from the ledger; retried next sweep");
+        }
         Ok(expired)
+    }
+
+    /// Claims the sessions whose ledger expiry has passed and reports their lifetimes to the
+    /// sink: one round trip when nothing has ended (the usual sweep), two per
+    /// [`LEDGER_BATCH`] otherwise. Every instance sweeps; the claim script makes each session's
+    /// report happen on exactly one of them.
+    async fn claim_ended(&self) -> Result<(), SessionError> {
+        for _ in 0..LEDGER_BATCHES {
+            let mut connection = self.connection.clone();
+            let due: Vec<String> = bounded(
+                self.command_timeout,
+                self.scripts
+                    .due
+                    .key(&self.ledger_key)
+                    .arg(LEDGER_BATCH)
+                    .invoke_async(&mut connection),
+            )
+            .await?;
+            if due.is_empty() {
+                return Ok(());
+            }
+            let mut invocation = self.scripts.claim.key(&self.ledger_key);
+            invocation.key(&self.created_key);
+            for id in &due {
+                invocation.key(format!("{}session:{id}", self.namespace));
+            }
+            for id in &due {
+                invocation.arg(id);
+            }
+            let lived: Vec<i64> = bounded(
+                self.command_timeout,
+                invocation.invoke_async(&mut connection),
+            )
+            .await?;
+            if let Some(sink) = self.lifetimes.get() {
+                for ms in &lived {
+                    (sink.0)(Duration::from_millis(u64::try_from(*ms).unwrap_or(0)));
+                }
+            }
+            if due.len() < LEDGER_BATCH {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     // === internals ===
@@ -584,6 +713,8 @@ impl RedisStore {
         invocation
             .key(keys.tenant())
             .key(keys.caller())
+            .key(&self.ledger_key)
+            .key(&self.created_key)
             .arg(owner.tenant)
             .arg(owner.client)
             .arg(owner.caller)
@@ -600,7 +731,8 @@ impl RedisStore {
             .arg(op)
             .arg(self.refresh_after_ms)
             .arg(&self.broadcast_channel)
-            .arg(&gone[..]);
+            .arg(&gone[..])
+            .arg(LEDGER_GRACE_MS);
         if let Touch::Handshake(handshake) = touch {
             invocation
                 .arg(handshake.version.as_str())

@@ -291,6 +291,124 @@ async fn expire_reports_sessions_this_instance_served() {
     cleanup(&config).await;
 }
 
+/// A store whose ended-session lifetimes land in the returned list.
+async fn measured(config: &RedisConfig, limits: SessionConfig) -> (RedisStore, Lifetimes) {
+    let store = store(config, limits).await;
+    let lifetimes = Lifetimes::default();
+    let sink = Arc::clone(&lifetimes);
+    store.observe_lifetimes(crate::session::LifetimeSink(Arc::new(move |lived| {
+        sink.lock().unwrap().push(lived);
+    })));
+    (store, lifetimes)
+}
+
+type Lifetimes = Arc<Mutex<Vec<Duration>>>;
+
+async fn ledger_len(config: &RedisConfig) -> (i64, i64) {
+    let client = ::redis::Client::open(config.url.as_str()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let ledger = format!("{}ledger", config.namespace());
+    let created = format!("{}ledger:created", config.namespace());
+    (
+        connection.zcard(&ledger).await.unwrap(),
+        connection.hlen(&created).await.unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn sessions_redis_expires_are_measured_once_across_instances() {
+    let Some(config) = redis_or_skip("ledger").await else {
+        return;
+    };
+    let (one, lived_one) = measured(&config, limits(300, 60_000, 20)).await;
+    let (two, lived_two) = measured(&config, limits(300, 60_000, 20)).await;
+    let (three, lived_three) = measured(&config, limits(300, 60_000, 20)).await;
+    let mut ids = Vec::new();
+    for store in [&one, &one, &one, &two, &two, &two] {
+        let id = store.create(new(A)).await.unwrap();
+        store.mark_initialized(&id, A).await.unwrap();
+        ids.push(id);
+    }
+    // Every instance serves every session, so each would report them all if it could.
+    for id in &ids {
+        three.validate(id, A).await.unwrap();
+    }
+    // One ends by DELETE: reported by the instance that deleted it, and only there.
+    three.delete(&ids[0], A).await.unwrap();
+    assert_eq!(lived_three.lock().unwrap().len(), 1);
+    assert_eq!(ledger_len(&config).await, (5, 5));
+    // Nothing has expired yet: a sweep claims nothing.
+    let (a, b, c) = tokio::join!(one.expire(), two.expire(), three.expire());
+    assert!(a.is_ok() && b.is_ok() && c.is_ok());
+    let total =
+        |lists: [&Lifetimes; 3]| lists.iter().map(|l| l.lock().unwrap().len()).sum::<usize>();
+    assert_eq!(total([&lived_one, &lived_two, &lived_three]), 1);
+
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let (a, b, c) = tokio::join!(one.expire(), two.expire(), three.expire());
+    assert!(a.is_ok() && b.is_ok() && c.is_ok());
+    // Five expired by key TTL, each claimed by exactly one sweep; plus the delete.
+    assert_eq!(total([&lived_one, &lived_two, &lived_three]), 6);
+    let expired: Vec<Duration> = [&lived_one, &lived_two, &lived_three]
+        .iter()
+        .flat_map(|l| l.lock().unwrap().clone())
+        .collect();
+    // Each lifetime is creation to expiry: the 300 ms idle timeout after the last refresh.
+    for lived in &expired {
+        assert!(
+            *lived < Duration::from_millis(450),
+            "lifetime {lived:?} is longer than the session could have lived"
+        );
+    }
+    let long = expired
+        .iter()
+        .filter(|l| **l >= Duration::from_millis(300))
+        .count();
+    assert!(
+        long >= 5,
+        "the expired sessions' lifetimes {expired:?} end before their expiry"
+    );
+    assert_eq!(ledger_len(&config).await, (0, 0));
+    let (a, b, c) = tokio::join!(one.expire(), two.expire(), three.expire());
+    assert!(a.is_ok() && b.is_ok() && c.is_ok());
+    assert_eq!(total([&lived_one, &lived_two, &lived_three]), 6);
+    cleanup(&config).await;
+}
+
+#[tokio::test]
+async fn a_session_refreshed_elsewhere_is_measured_to_its_last_expiry() {
+    let Some(config) = redis_or_skip("ledger-refresh").await else {
+        return;
+    };
+    let (one, lived_one) = measured(&config, limits(300, 60_000, 10)).await;
+    let (two, lived_two) = measured(&config, limits(300, 60_000, 10)).await;
+    let id = one.create(new(A)).await.unwrap();
+    one.mark_initialized(&id, A).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Refreshed through `two`: its expiry moves to 300 ms from now, and the ledger's with it.
+    two.validate(&id, A).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Past the first expiry, before the refreshed one: nobody claims it.
+    one.expire().await.unwrap();
+    two.expire().await.unwrap();
+    assert!(lived_one.lock().unwrap().is_empty() && lived_two.lock().unwrap().is_empty());
+    assert!(two.validate(&id, A).await.is_ok());
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    one.expire().await.unwrap();
+    two.expire().await.unwrap();
+    let lived: Vec<Duration> = [&lived_one, &lived_two]
+        .iter()
+        .flat_map(|l| l.lock().unwrap().clone())
+        .collect();
+    assert_eq!(lived.len(), 1, "{lived:?}");
+    // Created, refreshed at ~200 ms and ~400 ms, expired 300 ms after that.
+    assert!(
+        lived[0] >= Duration::from_millis(650) && lived[0] < Duration::from_millis(900),
+        "{lived:?}"
+    );
+    cleanup(&config).await;
+}
+
 #[tokio::test]
 async fn uninitialized_sessions_expire_after_the_init_timeout() {
     let Some(config) = redis_or_skip("init").await else {
