@@ -26,6 +26,7 @@ use redis::RedisResult;
 mod backplane;
 mod cache;
 mod frame;
+mod scripts;
 mod store;
 mod subscriber;
 #[cfg(test)]
